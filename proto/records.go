@@ -306,14 +306,14 @@ type CreateRequest struct {
 func (r *CreateRequest) Encode(e *Encoder) {
 	e.String(r.Path)
 	e.Buffer(r.Data)
-	encodeACLs(e, r.ACL)
+	e.ACLs(r.ACL)
 	e.Int(int32(r.Flags))
 }
 
 func (r *CreateRequest) Decode(d *Decoder) {
 	r.Path = d.String()
 	r.Data = d.Buffer()
-	r.ACL = decodeACLs(d)
+	r.ACL = d.ACLs()
 	r.Flags = CreateMode(d.Int())
 }
 
@@ -328,7 +328,7 @@ type CreateTTLRequest struct {
 func (r *CreateTTLRequest) Encode(e *Encoder) {
 	e.String(r.Path)
 	e.Buffer(r.Data)
-	encodeACLs(e, r.ACL)
+	e.ACLs(r.ACL)
 	e.Int(int32(r.Flags))
 	e.Long(r.TTL)
 }
@@ -336,7 +336,7 @@ func (r *CreateTTLRequest) Encode(e *Encoder) {
 func (r *CreateTTLRequest) Decode(d *Decoder) {
 	r.Path = d.String()
 	r.Data = d.Buffer()
-	r.ACL = decodeACLs(d)
+	r.ACL = d.ACLs()
 	r.Flags = CreateMode(d.Int())
 	r.TTL = d.Long()
 }
@@ -457,13 +457,13 @@ type SetACLRequest struct {
 
 func (r *SetACLRequest) Encode(e *Encoder) {
 	e.String(r.Path)
-	encodeACLs(e, r.ACL)
+	e.ACLs(r.ACL)
 	e.Int(r.Version)
 }
 
 func (r *SetACLRequest) Decode(d *Decoder) {
 	r.Path = d.String()
-	r.ACL = decodeACLs(d)
+	r.ACL = d.ACLs()
 	r.Version = d.Int()
 }
 
@@ -638,12 +638,12 @@ type GetACLResponse struct {
 }
 
 func (r *GetACLResponse) Encode(e *Encoder) {
-	encodeACLs(e, r.ACL)
+	e.ACLs(r.ACL)
 	r.Stat.Encode(e)
 }
 
 func (r *GetACLResponse) Decode(d *Decoder) {
-	r.ACL = decodeACLs(d)
+	r.ACL = d.ACLs()
 	r.Stat.Decode(d)
 }
 
@@ -747,7 +747,8 @@ func (r *ConnectRequest) Decode(d *Decoder) {
 // aclSize is the smallest encoding of an ACL: perms and two empty strings.
 const aclSize = 12
 
-func encodeACLs(e *Encoder, acls []ACL) {
+// ACLs writes a vector of ACLs; nil is written as null.
+func (e *Encoder) ACLs(acls []ACL) {
 	if acls == nil {
 		e.Int(-1)
 		return
@@ -758,7 +759,8 @@ func encodeACLs(e *Encoder, acls []ACL) {
 	}
 }
 
-func decodeACLs(d *Decoder) []ACL {
+// ACLs reads a vector of ACLs; null decodes as nil.
+func (d *Decoder) ACLs() []ACL {
 	n := d.count(aclSize)
 	if n < 0 || d.err != nil {
 		return nil

@@ -1,0 +1,26 @@
+// Package fsm owns Collie's replicated state machine: the znode tree, the
+// table of open sessions and the last applied zxid, and the ZooKeeper 3.8
+// semantics of every write, decided deterministically as entries are
+// applied.
+//
+// Every replica feeds the same committed entries, in log order, to Apply:
+//
+//	res := f.Apply(index, entry)
+//
+// and reaches the same state and the same results, errors included. The zxid
+// of an entry is its raft index, so zxids only grow. Apply returns the result
+// for the client that sent the request and the watch events the change
+// fires; the caller hands the events to its watch registry before it answers
+// the client, which gives ZooKeeper's guarantee that a client sees a watch
+// event before any reply that shows the change.
+//
+// Validation happens in Apply, in the order of ZooKeeper's
+// PrepRequestProcessor, so the first failing check decides the error code
+// exactly as it does on ZooKeeper. A multi is applied op by op under the
+// tree's journal and rolled back whole when one op fails.
+//
+// Reads do not go through the log: Read answers them from the local state.
+// FSM is not safe for concurrent use; the server serialises Apply against
+// Read with a lock. The package does no I/O except through the io.Writer and
+// io.Reader given to Save and Restore.
+package fsm

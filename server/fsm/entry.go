@@ -1,0 +1,129 @@
+package fsm
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/collie-io/collie/proto"
+)
+
+// EntryType is the first byte of every log entry after its version. Apply
+// dispatches on it; an unknown type stops the replica rather than let it
+// diverge.
+type EntryType uint8
+
+const (
+	// EntryCreateSession opens a session with an id and a negotiated
+	// timeout.
+	EntryCreateSession EntryType = 1
+	// EntryCloseSession ends a session, by the client's request or by
+	// expiry, and deletes its ephemeral nodes.
+	EntryCloseSession EntryType = 2
+	// EntryRequest is a client write: create, delete, setData, setACL,
+	// check or multi, with the session's identities for ACL checks.
+	EntryRequest EntryType = 3
+	// EntryDeleteContainer deletes an empty container or an expired TTL
+	// node, if it still is one when applied.
+	EntryDeleteContainer EntryType = 4
+)
+
+// entryVersion is the format of entries this code writes and reads.
+const entryVersion = 1
+
+// ErrUnknownEntry is returned when a log entry is of a version or type this
+// server does not know: the log was written by a newer Collie, and applying
+// what we cannot read would diverge from the other replicas.
+var ErrUnknownEntry = errors.New("fsm: unknown log entry")
+
+// Entry is one replicated command.
+//
+// Encoding (jute, after a version byte and a type byte): ReqID long, Origin
+// long, Session long, Cxid int, Time long, Timeout int, Op int, Auth as a
+// vector of (scheme, id), Body buffer. Every type uses the same fields; those
+// a type does not need are zero.
+type Entry struct {
+	Type EntryType
+	// ReqID identifies the proposal on the server that made it, so that
+	// server can hand the result to the waiting client.
+	ReqID uint64
+	// Origin is the id of the server that proposed the entry.
+	Origin uint64
+	// Session is the client session the entry acts for.
+	Session int64
+	// Cxid is the client's xid of the request.
+	Cxid int32
+	// Time is the proposer's wall clock in milliseconds since the epoch,
+	// used for ctime and mtime: Apply never reads a clock.
+	Time int64
+	// Timeout is the negotiated session timeout in milliseconds
+	// (EntryCreateSession).
+	Timeout int32
+	// Op is the request's opcode (EntryRequest).
+	Op proto.OpCode
+	// Auth is the session's identities at the time of the request.
+	Auth []proto.ID
+	// Body is the request record, jute-encoded (EntryRequest), or the path
+	// (EntryDeleteContainer).
+	Body []byte
+}
+
+// Marshal encodes the entry for the log.
+func (e *Entry) Marshal() []byte {
+	enc := proto.NewEncoder(make([]byte, 0, 64+len(e.Body)))
+	b := enc.Bytes()
+	b = append(b, entryVersion, byte(e.Type))
+	enc = proto.NewEncoder(b)
+	enc.Long(int64(e.ReqID))
+	enc.Long(int64(e.Origin))
+	enc.Long(e.Session)
+	enc.Int(e.Cxid)
+	enc.Long(e.Time)
+	enc.Int(e.Timeout)
+	enc.Int(int32(e.Op))
+	enc.Int(int32(len(e.Auth)))
+	for _, id := range e.Auth {
+		enc.String(id.Scheme)
+		enc.String(id.ID)
+	}
+	enc.Buffer(e.Body)
+	return enc.Bytes()
+}
+
+// UnmarshalEntry decodes a log entry.
+func UnmarshalEntry(b []byte) (*Entry, error) {
+	if len(b) < 2 {
+		return nil, fmt.Errorf("%w: %d bytes", ErrUnknownEntry, len(b))
+	}
+	if b[0] != entryVersion {
+		return nil, fmt.Errorf("%w: version %d", ErrUnknownEntry, b[0])
+	}
+	e := &Entry{Type: EntryType(b[1])}
+	switch e.Type {
+	case EntryCreateSession, EntryCloseSession, EntryRequest, EntryDeleteContainer:
+	default:
+		return nil, fmt.Errorf("%w: type %d", ErrUnknownEntry, b[1])
+	}
+	d := proto.NewDecoder(b[2:])
+	e.ReqID = uint64(d.Long())
+	e.Origin = uint64(d.Long())
+	e.Session = d.Long()
+	e.Cxid = d.Int()
+	e.Time = d.Long()
+	e.Timeout = d.Int()
+	e.Op = proto.OpCode(d.Int())
+	n := d.Int()
+	if n < 0 || int(n) > d.Remaining()/8 {
+		return nil, fmt.Errorf("%w: %d identities", ErrUnknownEntry, n)
+	}
+	if n > 0 {
+		e.Auth = make([]proto.ID, n)
+		for i := range e.Auth {
+			e.Auth[i] = proto.ID{Scheme: d.String(), ID: d.String()}
+		}
+	}
+	e.Body = d.Buffer()
+	if err := d.Err(); err != nil {
+		return nil, fmt.Errorf("fsm: decode entry: %w", err)
+	}
+	return e, nil
+}

@@ -1,0 +1,469 @@
+package fsm
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/collie-io/collie/proto"
+	"github.com/collie-io/collie/server/tree"
+)
+
+// Session is an open session as every replica knows it.
+type Session struct {
+	ID      int64
+	Timeout int32 // milliseconds
+	// Owner is the id of the server the session is connected to.
+	Owner uint64
+}
+
+// Event is a change that fires watches: the registry turns it into
+// notifications for the watchers of Path.
+type Event struct {
+	Type proto.EventType
+	Path string
+}
+
+// Result is the outcome of applying one entry.
+type Result struct {
+	// Zxid is the transaction id of the entry.
+	Zxid int64
+	// Err is the ZooKeeper error code of a failed request.
+	Err proto.Code
+	// Resp is the response record for the client; nil for requests that
+	// answer with a header only.
+	Resp proto.Record
+	// Events are the watch events the change fires, in order.
+	Events []Event
+	// Closed is the session that the entry ended, if any.
+	Closed int64
+}
+
+// Options are the settings that change how entries apply. Every replica
+// must use the same.
+type Options struct {
+	// ExtendedTypes enables TTL nodes (extendedTypesEnabled).
+	ExtendedTypes bool
+}
+
+// FSM is the state machine. The zero value is not usable; call New.
+type FSM struct {
+	opts     Options
+	tree     *tree.Tree
+	sessions map[int64]*Session
+	// applied is the index of the last applied entry; lastZxid equals it
+	// for every entry that carried a transaction.
+	applied  uint64
+	lastZxid int64
+}
+
+// New returns an empty state machine.
+func New(opts Options) *FSM {
+	return &FSM{opts: opts, tree: tree.New(opts.ExtendedTypes), sessions: make(map[int64]*Session)}
+}
+
+// Tree returns the znode tree for reads. Callers must not modify it.
+func (f *FSM) Tree() *tree.Tree { return f.tree }
+
+// Applied returns the index of the last applied entry.
+func (f *FSM) Applied() uint64 { return f.applied }
+
+// LastZxid returns the zxid of the last applied transaction.
+func (f *FSM) LastZxid() int64 { return f.lastZxid }
+
+// Session returns an open session.
+func (f *FSM) Session(id int64) (Session, bool) {
+	s, ok := f.sessions[id]
+	if !ok {
+		return Session{}, false
+	}
+	return *s, true
+}
+
+// Sessions returns every open session, sorted by id.
+func (f *FSM) Sessions() []Session {
+	out := make([]Session, 0, len(f.sessions))
+	for _, s := range f.sessions {
+		out = append(out, *s)
+	}
+	slices.SortFunc(out, func(a, b Session) int { return cmpInt64(a.ID, b.ID) })
+	return out
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Skip records that index carried no entry for the state machine (a raft
+// configuration change or an empty entry), so Applied stays in step with
+// the log.
+func (f *FSM) Skip(index uint64) {
+	if index > f.applied {
+		f.applied = index
+	}
+}
+
+// Apply applies the entry at a raft index. It panics if index does not
+// follow the last applied one: that is a broken log, not a client error.
+func (f *FSM) Apply(index uint64, e *Entry) Result {
+	if index <= f.applied {
+		panic(fmt.Sprintf("fsm: apply of index %d after %d", index, f.applied))
+	}
+	f.applied = index
+	zxid := int64(index)
+	f.lastZxid = zxid
+	res := Result{Zxid: zxid}
+	switch e.Type {
+	case EntryCreateSession:
+		f.sessions[e.Session] = &Session{ID: e.Session, Timeout: e.Timeout, Owner: e.Origin}
+	case EntryCloseSession:
+		if _, ok := f.sessions[e.Session]; ok {
+			res.Events = f.closeSession(e.Session, zxid)
+			res.Closed = e.Session
+		}
+	case EntryDeleteContainer:
+		res.Err, res.Events = f.deleteContainer(string(e.Body), zxid, e.Time)
+	case EntryRequest:
+		f.applyRequest(e, zxid, &res)
+	default:
+		panic(fmt.Sprintf("fsm: entry type %d passed decoding", e.Type))
+	}
+	return res
+}
+
+func (f *FSM) closeSession(id, zxid int64) []Event {
+	var events []Event
+	for _, p := range f.tree.Ephemerals(id) {
+		f.tree.Delete(p, zxid)
+		events = append(events, Event{proto.EventNodeDeleted, p}, Event{proto.EventNodeChildrenChanged, proto.Parent(p)})
+	}
+	delete(f.sessions, id)
+	return events
+}
+
+func (f *FSM) deleteContainer(path string, zxid, now int64) (proto.Code, []Event) {
+	n, ok := f.tree.Get(path)
+	if !ok {
+		return proto.ErrNoNode, nil
+	}
+	if n.NumChildren() > 0 {
+		return proto.ErrNotEmpty, nil
+	}
+	switch tree.KindOf(n.EphemeralOwner, f.opts.ExtendedTypes) {
+	case tree.Container:
+	case tree.TTL:
+		if !f.tree.TTLExpired(path, now) {
+			return proto.ErrBadArguments, nil
+		}
+	default:
+		return proto.ErrBadArguments, nil
+	}
+	f.tree.Delete(path, zxid)
+	return proto.OK, []Event{{proto.EventNodeDeleted, path}, {proto.EventNodeChildrenChanged, proto.Parent(path)}}
+}
+
+// txn is the context of one write request being applied.
+type txn struct {
+	f      *FSM
+	e      *Entry
+	zxid   int64
+	events []Event
+}
+
+func (f *FSM) applyRequest(e *Entry, zxid int64, res *Result) {
+	req, ok := proto.NewRequest(e.Op)
+	if !ok || req == nil || !IsWrite(e.Op) {
+		res.Err = proto.ErrUnimplemented
+		return
+	}
+	if err := proto.Unmarshal(e.Body, req); err != nil {
+		res.Err = proto.ErrMarshallingError
+		return
+	}
+	t := &txn{f: f, e: e, zxid: zxid}
+	if e.Op == proto.OpMulti {
+		res.Resp = t.multi(req.(*proto.MultiRequest))
+	} else {
+		res.Resp, res.Err = t.op(e.Op, req)
+	}
+	res.Events = t.events
+}
+
+// IsWrite reports whether a client opcode changes state and so goes through
+// the log.
+func IsWrite(op proto.OpCode) bool {
+	switch op {
+	case proto.OpCreate, proto.OpCreate2, proto.OpCreateContainer, proto.OpCreateTTL,
+		proto.OpDelete, proto.OpSetData, proto.OpSetACL, proto.OpCheck, proto.OpMulti:
+		return true
+	}
+	return false
+}
+
+func (t *txn) op(op proto.OpCode, req proto.Record) (proto.Record, proto.Code) {
+	if err := t.checkSession(); err != proto.OK {
+		return nil, err
+	}
+	switch r := req.(type) {
+	case *proto.CreateRequest:
+		return t.create(op, r.Path, r.Data, r.ACL, r.Flags, -1)
+	case *proto.CreateTTLRequest:
+		return t.create(op, r.Path, r.Data, r.ACL, r.Flags, r.TTL)
+	case *proto.DeleteRequest:
+		return nil, t.delete(r.Path, r.Version)
+	case *proto.SetDataRequest:
+		return t.setData(r.Path, r.Data, r.Version)
+	case *proto.SetACLRequest:
+		return t.setACL(r.Path, r.ACL, r.Version)
+	case *proto.CheckVersionRequest:
+		return nil, t.check(r.Path, r.Version)
+	}
+	return nil, proto.ErrBadArguments
+}
+
+func (t *txn) checkSession() proto.Code {
+	if _, ok := t.f.sessions[t.e.Session]; !ok {
+		return proto.ErrSessionExpired
+	}
+	return proto.OK
+}
+
+func (t *txn) emit(typ proto.EventType, path string) {
+	t.events = append(t.events, Event{typ, path})
+}
+
+// validCreatePath checks a create's path as ZooKeeper's
+// validatePathForCreate: a sequential path is checked with a digit
+// appended, since its name may end in a slash.
+func validCreatePath(path string, sequential bool) bool {
+	p := path
+	if sequential {
+		p += "1"
+	}
+	return proto.ValidatePath(p) == nil
+}
+
+func (t *txn) create(op proto.OpCode, path string, data []byte, acl []proto.ACL, flags proto.CreateMode, ttl int64) (proto.Record, proto.Code) {
+	if !flags.Valid() {
+		return nil, proto.ErrBadArguments
+	}
+	if flags.TTL() && !t.f.opts.ExtendedTypes {
+		return nil, proto.ErrUnimplemented
+	}
+	if flags.TTL() {
+		if ttl <= 0 || ttl > proto.MaxTTL {
+			return nil, proto.ErrBadArguments
+		}
+	} else if ttl >= 0 {
+		return nil, proto.ErrBadArguments
+	}
+	if !validCreatePath(path, flags.Sequential()) {
+		return nil, proto.ErrBadArguments
+	}
+	acl, ok := tree.FixupACL(acl, t.e.Auth)
+	if !ok {
+		return nil, proto.ErrInvalidACL
+	}
+	parentPath := proto.Parent(path)
+	parent, ok := t.f.tree.Get(parentPath)
+	if !ok {
+		return nil, proto.ErrNoNode
+	}
+	if !tree.CheckACL(parent.ACL, proto.PermCreate, t.e.Auth) {
+		return nil, proto.ErrNoAuth
+	}
+	if flags.Sequential() {
+		path = tree.SequenceName(path, parent.Cversion)
+	}
+	if proto.ValidatePath(path) != nil {
+		return nil, proto.ErrBadArguments
+	}
+	if _, exists := t.f.tree.Get(path); exists {
+		return nil, proto.ErrNodeExists
+	}
+	if tree.KindOf(parent.EphemeralOwner, t.f.opts.ExtendedTypes) == tree.Ephemeral {
+		return nil, proto.ErrNoChildrenForEphemerals
+	}
+	var owner int64
+	switch {
+	case op == proto.OpCreateContainer:
+		owner = tree.ContainerOwner
+	case flags.TTL():
+		owner = tree.TTLOwner(ttl)
+	case flags.Ephemeral():
+		owner = t.e.Session
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	n := t.f.tree.Create(path, data, acl, owner, t.zxid, t.e.Time)
+	t.emit(proto.EventNodeCreated, path)
+	t.emit(proto.EventNodeChildrenChanged, parentPath)
+	if op == proto.OpCreate {
+		return &proto.CreateResponse{Path: path}, proto.OK
+	}
+	return &proto.Create2Response{Path: path, Stat: n.Stat()}, proto.OK
+}
+
+// special paths cannot be deleted (ZooKeeper's isSpecialPath).
+func special(path string) bool {
+	return path == "/" || path == tree.ZookeeperPath || path == tree.QuotaPath || path == tree.ConfigPath
+}
+
+func (t *txn) delete(path string, version int32) proto.Code {
+	if proto.ValidatePath(path) != nil || special(path) {
+		return proto.ErrBadArguments
+	}
+	parent, ok := t.f.tree.Get(proto.Parent(path))
+	if !ok {
+		return proto.ErrNoNode
+	}
+	if !tree.CheckACL(parent.ACL, proto.PermDelete, t.e.Auth) {
+		return proto.ErrNoAuth
+	}
+	n, ok := t.f.tree.Get(path)
+	if !ok {
+		return proto.ErrNoNode
+	}
+	if version != -1 && version != n.Version {
+		return proto.ErrBadVersion
+	}
+	if n.NumChildren() > 0 {
+		return proto.ErrNotEmpty
+	}
+	t.f.tree.Delete(path, t.zxid)
+	t.emit(proto.EventNodeDeleted, path)
+	t.emit(proto.EventNodeChildrenChanged, proto.Parent(path))
+	return proto.OK
+}
+
+func (t *txn) setData(path string, data []byte, version int32) (proto.Record, proto.Code) {
+	if proto.ValidatePath(path) != nil {
+		return nil, proto.ErrBadArguments
+	}
+	n, ok := t.f.tree.Get(path)
+	if !ok {
+		return nil, proto.ErrNoNode
+	}
+	if !tree.CheckACL(n.ACL, proto.PermWrite, t.e.Auth) {
+		return nil, proto.ErrNoAuth
+	}
+	if version != -1 && version != n.Version {
+		return nil, proto.ErrBadVersion
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	n = t.f.tree.SetData(path, data, n.Version+1, t.zxid, t.e.Time)
+	t.emit(proto.EventNodeDataChanged, path)
+	return &proto.SetDataResponse{Stat: n.Stat()}, proto.OK
+}
+
+func (t *txn) setACL(path string, acl []proto.ACL, version int32) (proto.Record, proto.Code) {
+	if proto.ValidatePath(path) != nil {
+		return nil, proto.ErrBadArguments
+	}
+	acl, ok := tree.FixupACL(acl, t.e.Auth)
+	if !ok {
+		return nil, proto.ErrInvalidACL
+	}
+	n, ok := t.f.tree.Get(path)
+	if !ok {
+		return nil, proto.ErrNoNode
+	}
+	if !tree.CheckACL(n.ACL, proto.PermAdmin, t.e.Auth) {
+		return nil, proto.ErrNoAuth
+	}
+	if version != -1 && version != n.Aversion {
+		return nil, proto.ErrBadVersion
+	}
+	n = t.f.tree.SetACL(path, acl, n.Aversion+1)
+	return &proto.SetACLResponse{Stat: n.Stat()}, proto.OK
+}
+
+func (t *txn) check(path string, version int32) proto.Code {
+	if proto.ValidatePath(path) != nil {
+		return proto.ErrBadArguments
+	}
+	n, ok := t.f.tree.Get(path)
+	if !ok {
+		return proto.ErrNoNode
+	}
+	if !tree.CheckACL(n.ACL, proto.PermRead, t.e.Auth) {
+		return proto.ErrNoAuth
+	}
+	if version != -1 && version != n.Version {
+		return proto.ErrBadVersion
+	}
+	return proto.OK
+}
+
+// multi applies ops in order and keeps all or none. When an op fails, the
+// ops before it report OK, the failing op its error, and the ops after it
+// RuntimeInconsistency, all as error results, as ZooKeeper answers.
+func (t *txn) multi(m *proto.MultiRequest) *proto.MultiResponse {
+	resp := &proto.MultiResponse{Results: make([]proto.OpResult, 0, len(m.Ops))}
+	t.f.tree.Begin()
+	failed := -1
+	for i, op := range m.Ops {
+		if !IsWrite(op.Type) || op.Type == proto.OpMulti {
+			failed = i
+			resp.Results = append(resp.Results, proto.OpResult{Type: proto.OpError, Err: proto.ErrBadArguments})
+			break
+		}
+		r, code := t.op(op.Type, op.Req)
+		if code != proto.OK {
+			failed = i
+			resp.Results = append(resp.Results, proto.OpResult{Type: proto.OpError, Err: code})
+			break
+		}
+		resp.Results = append(resp.Results, multiResult(op.Type, r))
+	}
+	if failed < 0 {
+		t.f.tree.Commit()
+		return resp
+	}
+	t.f.tree.Rollback()
+	t.events = nil
+	for i := range failed {
+		resp.Results[i] = proto.OpResult{Type: proto.OpError, Err: proto.OK}
+	}
+	for range m.Ops[failed+1:] {
+		resp.Results = append(resp.Results, proto.OpResult{Type: proto.OpError, Err: proto.ErrRuntimeInconsistency})
+	}
+	return resp
+}
+
+func multiResult(op proto.OpCode, r proto.Record) proto.OpResult {
+	switch op {
+	case proto.OpCreate:
+		return proto.OpResult{Type: proto.OpCreate, Resp: r}
+	case proto.OpCreate2, proto.OpCreateContainer, proto.OpCreateTTL:
+		return proto.OpResult{Type: proto.OpCreate2, Resp: r}
+	case proto.OpSetData:
+		return proto.OpResult{Type: proto.OpSetData, Resp: r}
+	case proto.OpDelete:
+		return proto.OpResult{Type: proto.OpDelete}
+	}
+	return proto.OpResult{Type: proto.OpCheck}
+}
+
+// WhoAmI returns the client infos of a set of identities, as ZooKeeper's
+// whoAmI answers: a digest identity shows its user name.
+func WhoAmI(ids []proto.ID) []proto.ClientInfo {
+	out := make([]proto.ClientInfo, 0, len(ids))
+	for _, id := range ids {
+		user := id.ID
+		if id.Scheme == tree.SchemeDigest {
+			user, _, _ = strings.Cut(id.ID, ":")
+		}
+		out = append(out, proto.ClientInfo{AuthScheme: id.Scheme, User: user})
+	}
+	return out
+}

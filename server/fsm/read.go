@@ -1,0 +1,133 @@
+package fsm
+
+import (
+	"strings"
+
+	"github.com/collie-io/collie/proto"
+	"github.com/collie-io/collie/server/tree"
+)
+
+// IsRead reports whether a client opcode is answered from local state by
+// Read.
+func IsRead(op proto.OpCode) bool {
+	switch op {
+	case proto.OpExists, proto.OpGetData, proto.OpGetACL, proto.OpGetChildren,
+		proto.OpGetChildren2, proto.OpGetAllChildrenNumber, proto.OpGetEphemerals,
+		proto.OpMultiRead:
+		return true
+	}
+	return false
+}
+
+// Read answers a read request from the local state, with ZooKeeper's ACL
+// checks and error codes. It does not register watches: the caller does,
+// for a getData or getChildren that succeeded and for any exists.
+func (f *FSM) Read(session int64, op proto.OpCode, req proto.Record, ids []proto.ID) (proto.Record, proto.Code) {
+	switch r := req.(type) {
+	case *proto.ExistsRequest:
+		if strings.IndexByte(r.Path, 0) >= 0 {
+			return nil, proto.ErrBadArguments
+		}
+		n, ok := f.tree.Get(r.Path)
+		if !ok {
+			return nil, proto.ErrNoNode
+		}
+		return &proto.ExistsResponse{Stat: n.Stat()}, proto.OK
+	case *proto.GetDataRequest:
+		n, code := f.readable(r.Path, proto.PermRead, ids)
+		if code != proto.OK {
+			return nil, code
+		}
+		return &proto.GetDataResponse{Data: n.Data, Stat: n.Stat()}, proto.OK
+	case *proto.GetChildrenRequest:
+		n, code := f.readable(r.Path, proto.PermRead, ids)
+		if code != proto.OK {
+			return nil, code
+		}
+		return &proto.GetChildrenResponse{Children: n.Children()}, proto.OK
+	case *proto.GetChildren2Request:
+		n, code := f.readable(r.Path, proto.PermRead, ids)
+		if code != proto.OK {
+			return nil, code
+		}
+		return &proto.GetChildren2Response{Children: n.Children(), Stat: n.Stat()}, proto.OK
+	case *proto.GetACLRequest:
+		n, code := f.readable(r.Path, proto.PermRead|proto.PermAdmin, ids)
+		if code != proto.OK {
+			return nil, code
+		}
+		acl := n.ACL
+		if !tree.CheckACL(n.ACL, proto.PermAdmin, ids) {
+			acl = maskDigests(acl)
+		}
+		return &proto.GetACLResponse{ACL: acl, Stat: n.Stat()}, proto.OK
+	case *proto.GetAllChildrenNumberRequest:
+		if _, code := f.readable(r.Path, proto.PermRead, ids); code != proto.OK {
+			return nil, code
+		}
+		return &proto.GetAllChildrenNumberResponse{TotalNumber: int32(f.tree.CountDescendants(r.Path))}, proto.OK
+	case *proto.GetEphemeralsRequest:
+		all := f.tree.Ephemerals(session)
+		prefix := strings.TrimSpace(r.PrefixPath)
+		out := make([]string, 0, len(all))
+		for _, p := range all {
+			if prefix == "" || prefix == "/" || strings.HasPrefix(p, r.PrefixPath) {
+				out = append(out, p)
+			}
+		}
+		return &proto.GetEphemeralsResponse{Ephemerals: out}, proto.OK
+	case *proto.MultiRequest:
+		return f.multiRead(r, ids), proto.OK
+	}
+	return nil, proto.ErrUnimplemented
+}
+
+func (f *FSM) readable(path string, perm int32, ids []proto.ID) (*tree.Node, proto.Code) {
+	n, ok := f.tree.Get(path)
+	if !ok {
+		return nil, proto.ErrNoNode
+	}
+	if !tree.CheckACL(n.ACL, perm, ids) {
+		return nil, proto.ErrNoAuth
+	}
+	return n, proto.OK
+}
+
+// maskDigests hides the password hashes of digest ids from a reader
+// without ADMIN permission, as ZooKeeper does.
+func maskDigests(acl []proto.ACL) []proto.ACL {
+	out := make([]proto.ACL, len(acl))
+	for i, a := range acl {
+		if a.ID.Scheme == tree.SchemeDigest {
+			user, _, _ := strings.Cut(a.ID.ID, ":")
+			a.ID.ID = user + ":x"
+		}
+		out[i] = a
+	}
+	return out
+}
+
+func (f *FSM) multiRead(m *proto.MultiRequest, ids []proto.ID) *proto.MultiResponse {
+	resp := &proto.MultiResponse{Results: make([]proto.OpResult, 0, len(m.Ops))}
+	for _, op := range m.Ops {
+		var res proto.OpResult
+		switch r := op.Req.(type) {
+		case *proto.GetDataRequest:
+			if n, code := f.readable(r.Path, proto.PermRead, ids); code != proto.OK {
+				res = proto.OpResult{Type: proto.OpError, Err: code}
+			} else {
+				res = proto.OpResult{Type: proto.OpGetData, Resp: &proto.GetDataResponse{Data: n.Data, Stat: n.Stat()}}
+			}
+		case *proto.GetChildrenRequest:
+			if n, code := f.readable(r.Path, proto.PermRead, ids); code != proto.OK {
+				res = proto.OpResult{Type: proto.OpError, Err: code}
+			} else {
+				res = proto.OpResult{Type: proto.OpGetChildren, Resp: &proto.GetChildrenResponse{Children: n.Children()}}
+			}
+		default:
+			res = proto.OpResult{Type: proto.OpError, Err: proto.ErrBadArguments}
+		}
+		resp.Results = append(resp.Results, res)
+	}
+	return resp
+}

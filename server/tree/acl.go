@@ -1,0 +1,187 @@
+package tree
+
+import (
+	"crypto/sha1"
+	"encoding/base64"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/collie-io/collie/proto"
+)
+
+// aclCache shares one slice between nodes with equal ACLs, as ZooKeeper's
+// ReferenceCountedACLCache does: most trees use a handful of distinct ACLs.
+// Entries are never evicted; the set of distinct ACLs stays small in
+// practice.
+type aclCache struct {
+	byKey map[string][]proto.ACL
+}
+
+func newACLCache() aclCache { return aclCache{byKey: make(map[string][]proto.ACL)} }
+
+func aclKey(acl []proto.ACL) string {
+	var b strings.Builder
+	for _, a := range acl {
+		b.WriteString(strconv.Itoa(int(a.Perms)))
+		b.WriteByte(0)
+		b.WriteString(a.ID.Scheme)
+		b.WriteByte(0)
+		b.WriteString(a.ID.ID)
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
+func (c aclCache) intern(acl []proto.ACL) []proto.ACL {
+	key := aclKey(acl)
+	if shared, ok := c.byKey[key]; ok {
+		return shared
+	}
+	own := append([]proto.ACL(nil), acl...)
+	c.byKey[key] = own
+	return own
+}
+
+// Identity schemes known to the server.
+const (
+	SchemeWorld  = "world"
+	SchemeAuth   = "auth"
+	SchemeDigest = "digest"
+	SchemeIP     = "ip"
+	SchemeSuper  = "super"
+)
+
+// CheckACL reports whether a client with the given identities may do an
+// operation needing perm on a node with acl, by ZooKeeper's rules: an empty
+// ACL allows everything, a super identity allows everything, world:anyone
+// matches everyone, digest ids match exactly and ip ids match an address or
+// a CIDR range.
+func CheckACL(acl []proto.ACL, perm int32, ids []proto.ID) bool {
+	if len(acl) == 0 {
+		return true
+	}
+	for _, id := range ids {
+		if id.Scheme == SchemeSuper {
+			return true
+		}
+	}
+	for _, a := range acl {
+		if a.Perms&perm == 0 {
+			continue
+		}
+		if a.ID.Scheme == SchemeWorld && a.ID.ID == "anyone" {
+			return true
+		}
+		for _, id := range ids {
+			if id.Scheme != a.ID.Scheme {
+				continue
+			}
+			switch id.Scheme {
+			case SchemeDigest:
+				if id.ID == a.ID.ID {
+					return true
+				}
+			case SchemeIP:
+				if ipMatches(id.ID, a.ID.ID) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// FixupACL validates the ACL of a create or setACL and expands "auth" ids
+// into the caller's authenticated identities, as ZooKeeper's fixupACL does.
+// It returns ok=false (ZooKeeper's InvalidACL) for an empty ACL, an unknown
+// scheme, a malformed id, or an "auth" id from a caller with no
+// authenticated identity.
+func FixupACL(acl []proto.ACL, ids []proto.ID) ([]proto.ACL, bool) {
+	uniq := make([]proto.ACL, 0, len(acl))
+	for _, a := range acl {
+		if !containsACL(uniq, a) {
+			uniq = append(uniq, a)
+		}
+	}
+	if len(uniq) == 0 {
+		return nil, false
+	}
+	out := make([]proto.ACL, 0, len(uniq))
+	for _, a := range uniq {
+		switch {
+		case a.ID.Scheme == SchemeWorld && a.ID.ID == "anyone":
+			out = append(out, a)
+		case a.ID.Scheme == SchemeAuth:
+			found := false
+			for _, id := range ids {
+				// Only identities from authenticating providers count: ip
+				// is not one, as in ZooKeeper.
+				if id.Scheme == SchemeDigest || id.Scheme == SchemeSuper {
+					found = true
+					out = append(out, proto.ACL{Perms: a.Perms, ID: id})
+				}
+			}
+			if !found {
+				return nil, false
+			}
+		case a.ID.Scheme == SchemeDigest:
+			if strings.Count(a.ID.ID, ":") != 1 {
+				return nil, false
+			}
+			out = append(out, a)
+		case a.ID.Scheme == SchemeIP:
+			if !validIP(a.ID.ID) {
+				return nil, false
+			}
+			out = append(out, a)
+		default:
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+func containsACL(acls []proto.ACL, a proto.ACL) bool {
+	for _, b := range acls {
+		if a == b {
+			return true
+		}
+	}
+	return false
+}
+
+func validIP(s string) bool {
+	if strings.Contains(s, "/") {
+		_, err := netip.ParsePrefix(s)
+		return err == nil
+	}
+	_, err := netip.ParseAddr(s)
+	return err == nil
+}
+
+func ipMatches(client, acl string) bool {
+	addr, err := netip.ParseAddr(client)
+	if err != nil {
+		return false
+	}
+	addr = addr.Unmap()
+	if strings.Contains(acl, "/") {
+		p, err := netip.ParsePrefix(acl)
+		return err == nil && p.Contains(addr)
+	}
+	a, err := netip.ParseAddr(acl)
+	return err == nil && a.Unmap() == addr
+}
+
+// DigestID returns the digest identity of "user:password": the user, a
+// colon, and the base64 SHA-1 of the whole string, as ZooKeeper's
+// DigestAuthenticationProvider.generateDigest.
+func DigestID(userPassword string) (string, bool) {
+	user, _, ok := strings.Cut(userPassword, ":")
+	if !ok {
+		return "", false
+	}
+	sum := sha1.Sum([]byte(userPassword))
+	return user + ":" + base64.StdEncoding.EncodeToString(sum[:]), true
+}

@@ -1,0 +1,75 @@
+package tree
+
+import "github.com/collie-io/collie/proto"
+
+type undoKind uint8
+
+const (
+	undoCreate undoKind = iota
+	undoDelete
+	undoSetData
+	undoSetACL
+)
+
+// undo holds what one mutation changed, enough to put it back.
+type undo struct {
+	kind undoKind
+	path string
+	// node is the deleted node (undoDelete).
+	node *Node
+	// parentCversion and parentPzxid are the parent's before a create or
+	// delete.
+	parentCversion int32
+	parentPzxid    int64
+	data           []byte
+	acl            []proto.ACL
+	version        int32
+	mzxid, mtime   int64
+}
+
+func (t *Tree) record(u undo) {
+	if t.journal != nil {
+		*t.journal = append(*t.journal, u)
+	}
+}
+
+// Begin starts recording mutations so that Rollback can undo them; a multi
+// calls it before its first op. Commit or Rollback ends the recording.
+func (t *Tree) Begin() {
+	j := make([]undo, 0, 8)
+	t.journal = &j
+}
+
+// Commit keeps every mutation since Begin.
+func (t *Tree) Commit() { t.journal = nil }
+
+// Rollback undoes every mutation since Begin, newest first, leaving the
+// tree exactly as it was.
+func (t *Tree) Rollback() {
+	j := *t.journal
+	t.journal = nil
+	for i := len(j) - 1; i >= 0; i-- {
+		u := j[i]
+		switch u.kind {
+		case undoCreate:
+			n := t.nodes[u.path]
+			parent := t.nodes[proto.Parent(u.path)]
+			delete(parent.children, proto.Base(u.path))
+			delete(t.nodes, u.path)
+			t.dataSize -= int64(len(u.path) + len(n.Data))
+			t.unindex(u.path, n)
+			parent.Cversion, parent.Pzxid = u.parentCversion, u.parentPzxid
+		case undoDelete:
+			t.insert(u.path, u.node)
+			parent := t.nodes[proto.Parent(u.path)]
+			parent.Cversion, parent.Pzxid = u.parentCversion, u.parentPzxid
+		case undoSetData:
+			n := t.nodes[u.path]
+			t.dataSize += int64(len(u.data) - len(n.Data))
+			n.Data, n.Version, n.Mzxid, n.Mtime = u.data, u.version, u.mzxid, u.mtime
+		case undoSetACL:
+			n := t.nodes[u.path]
+			n.ACL, n.Aversion = u.acl, u.version
+		}
+	}
+}
