@@ -3,11 +3,14 @@ module github.com/collie-io/collie
 go 1.26.8
 
 require (
-	github.com/cockroachdb/datadriven v1.0.3 // indirect
-	github.com/go-zookeeper/zk v1.0.4 // indirect
+	github.com/cockroachdb/datadriven v1.0.3
+	github.com/go-zookeeper/zk v1.0.4
+	go.etcd.io/raft/v3 v3.6.0
+)
+
+require (
 	github.com/gogo/protobuf v1.3.2 // indirect
 	github.com/golang/protobuf v1.5.4 // indirect
 	github.com/pmezard/go-difflib v1.0.0 // indirect
-	go.etcd.io/raft/v3 v3.6.0 // indirect
 	google.golang.org/protobuf v1.33.0 // indirect
 )

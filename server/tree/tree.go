@@ -62,12 +62,16 @@ type Node struct {
 	children map[string]struct{}
 }
 
-// Stat returns the node's Stat as a client sees it.
+// Stat returns the node's Stat as a client sees it. The stored Cversion
+// counts child creations (it numbers sequential children); a client sees
+// creations plus deletions, which is 2*creations - children, exactly as
+// ZooKeeper's DataNode.copyStat reports it. The root of a new tree thus
+// shows -1, as on ZooKeeper.
 func (n *Node) Stat() proto.Stat {
 	return proto.Stat{
 		Czxid: n.Czxid, Mzxid: n.Mzxid, Pzxid: n.Pzxid,
 		Ctime: n.Ctime, Mtime: n.Mtime,
-		Version: n.Version, Cversion: n.Cversion, Aversion: n.Aversion,
+		Version: n.Version, Cversion: n.Cversion*2 - int32(len(n.children)), Aversion: n.Aversion,
 		EphemeralOwner: n.EphemeralOwner,
 		DataLength:     int32(len(n.Data)),
 		NumChildren:    int32(len(n.children)),
@@ -91,6 +95,7 @@ func (n *Node) Children() []string {
 type Tree struct {
 	// nodes maps every absolute path to its node.
 	// Invariant: a node's children are exactly the paths one level below it.
+	// Invariant: Node.Cversion counts child creations, never deletions.
 	nodes map[string]*Node
 	// ephemerals indexes ephemeral nodes by owning session.
 	ephemerals map[int64]map[string]struct{}

@@ -1,0 +1,119 @@
+// Command collie is the Collie binary: a ZooKeeper-compatible coordination
+// server and its tools.
+//
+//	collie server [-c zoo.cfg]   run a server
+//	collie version               print the version
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/collie-io/collie/server"
+	"github.com/collie-io/collie/server/config"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+const usage = `usage: collie <command> [flags]
+
+commands:
+  server    run a server (ZooKeeper-compatible; reads a zoo.cfg with -c)
+  version   print the version
+`
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "server":
+		return runServer(args[1:], stderr)
+	case "version", "-version", "--version":
+		fmt.Fprintf(stdout, "collie %s\n", server.Version)
+		return 0
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "collie: unknown command %q\n\n%s", args[0], usage)
+	return 2
+}
+
+func runServer(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("collie server", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("c", "", "path of a ZooKeeper `zoo.cfg`; without it, built-in defaults (port 2181, data in ./collie-data)")
+	port := fs.Int("port", 0, "client port, overriding the configuration")
+	dataDir := fs.String("data-dir", "", "data directory, overriding the configuration")
+	logFormat := fs.String("log-format", "text", "log format: text or json")
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		fmt.Fprintf(stderr, "collie server: -log-level %q: use debug, info, warn or error\n", *logLevel)
+		return 2
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	var handler slog.Handler = slog.NewTextHandler(stderr, opts)
+	if *logFormat == "json" {
+		handler = slog.NewJSONHandler(stderr, opts)
+	}
+	logger := slog.New(handler)
+
+	cfg := config.Default()
+	if *cfgPath != "" {
+		var err error
+		cfg, err = config.Load(*cfgPath)
+		if err != nil {
+			fmt.Fprintf(stderr, "collie server: %v\n", err)
+			return 1
+		}
+		for _, key := range cfg.Unknown {
+			logger.Warn("ignoring unknown configuration key", "key", key, "file", *cfgPath)
+		}
+	}
+	if *port != 0 {
+		cfg.ClientPort = *port
+	}
+	if *dataDir != "" {
+		cfg.DataDir, cfg.DataLogDir = *dataDir, *dataDir
+	}
+	srv, err := server.New(cfg, logger)
+	if err != nil {
+		fmt.Fprintf(stderr, "collie server: %v\n", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Run(ctx) }()
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+		logger.Info("shutting down")
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if serr := srv.Shutdown(sctx); serr != nil {
+		logger.Error("shutdown", "err", serr)
+	}
+	if err != nil && !errors.Is(err, server.ErrServerClosed) && !errors.Is(err, context.Canceled) {
+		fmt.Fprintf(stderr, "collie server: %v\n", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# Runs the whole test suite: installs what the tests need (Apache ZooKeeper,
+# kazoo and Curator from Debian's packages), checks formatting, vets, builds,
+# runs every test with the race detector, then fuzzes every fuzz target briefly.
+#
+# Usage: ./scripts/test.sh [--quick] [packages]
+#   --quick   skip installing packages and fuzzing
+#   packages  go package patterns to vet, build, test and fuzz (default ./...)
+# Environment:
+#   FUZZTIME  how long each fuzz target runs (default 10s)
+set -euo pipefail
+
+usage() {
+	sed -n '2,10s/^# \{0,1\}//p' "$0"
+}
+
+quick=false
+pkgs=()
+for arg in "$@"; do
+	case "$arg" in
+	--quick) quick=true ;;
+	-h | --help)
+		usage
+		exit 0
+		;;
+	-*)
+		echo "test.sh: unknown option: $arg" >&2
+		usage >&2
+		exit 2
+		;;
+	*) pkgs+=("$arg") ;;
+	esac
+done
+if [ "${#pkgs[@]}" -eq 0 ]; then
+	pkgs=(./...)
+fi
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+fuzztime="${FUZZTIME:-10s}"
+
+# Debian packages the tests use: the reference ZooKeeper 3.8 server (and its C
+# client tools), Python's kazoo client and Java's Curator.
+packages=(
+	zookeeper
+	zookeeper-bin
+	python3-kazoo
+	libcurator-recipes-java
+	libcurator-framework-java
+)
+
+step() {
+	printf '\n==> %s\n' "$*"
+}
+
+installed() {
+	[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null || true)" = "install ok installed" ]
+}
+
+install_packages() {
+	local missing=() pkg
+	for pkg in "${packages[@]}"; do
+		installed "$pkg" || missing+=("$pkg")
+	done
+	if [ "${#missing[@]}" -eq 0 ]; then
+		echo "all installed: ${packages[*]}"
+		return
+	fi
+	local sudo=()
+	if [ "$(id -u)" -ne 0 ]; then
+		if ! command -v sudo >/dev/null; then
+			echo "test.sh: need root or sudo to install: ${missing[*]}" >&2
+			exit 1
+		fi
+		sudo=(sudo)
+	fi
+	echo "installing: ${missing[*]}"
+	"${sudo[@]}" apt-get update
+	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y --no-install-recommends "${missing[@]}"
+}
+
+passed=0
+failed=0
+
+# count_results adds the package results (ok and FAIL lines) that go test
+# printed into $1; a fuzz run counts as one package result.
+count_results() {
+	local ok fail
+	ok=$(grep -c '^ok ' "$1" || true)
+	fail=$(grep -cE '^FAIL[[:space:]]' "$1" || true)
+	passed=$((passed + ok))
+	failed=$((failed + fail))
+}
+
+summary() {
+	printf '\n%d passed, %d failed\n' "$passed" "$failed"
+}
+
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+go version
+
+if $quick; then
+	step "skipping package install (--quick)"
+else
+	step "installing Debian packages"
+	install_packages
+fi
+
+step "go mod download"
+go mod download
+
+step "gofmt"
+unformatted=$(find . -name '*.go' -not -path './.git/*' -not -path '*/testdata/*' -print0 |
+	xargs -0 -r gofmt -l)
+if [ -n "$unformatted" ]; then
+	echo "these files need gofmt -w:" >&2
+	echo "$unformatted" >&2
+	exit 1
+fi
+echo "all files formatted"
+
+step "go vet ${pkgs[*]}"
+go vet "${pkgs[@]}"
+
+step "go build ${pkgs[*]}"
+go build "${pkgs[@]}"
+
+step "go test -race -count=1 -timeout 20m ${pkgs[*]}"
+status=0
+go test -race -count=1 -timeout 20m "${pkgs[@]}" 2>&1 | tee "$log" || status=$?
+count_results "$log"
+if [ "$status" -ne 0 ]; then
+	summary
+	exit "$status"
+fi
+
+if $quick; then
+	step "skipping fuzzing (--quick)"
+else
+	step "fuzzing each target for $fuzztime"
+	# Each line of targets is "package FuzzName", for every fuzz function
+	# in the test files of the packages under test.
+	targets=$(go list -f '{{.ImportPath}} {{.Dir}}' "${pkgs[@]}" |
+		while read -r pkg dir; do
+			grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null |
+				sed "s|^func |$pkg |" || true
+		done | sort -u)
+	if [ -z "$targets" ]; then
+		echo "no fuzz targets"
+	fi
+	while read -r pkg name; do
+		[ -n "$pkg" ] || continue
+		echo "--- $name in $pkg"
+		status=0
+		go test -run='^$' -fuzz="^${name}\$" -fuzztime="$fuzztime" "$pkg" 2>&1 | tee "$log" || status=$?
+		count_results "$log"
+		if [ "$status" -ne 0 ]; then
+			summary
+			exit "$status"
+		fi
+	done <<<"$targets"
+fi
+
+summary

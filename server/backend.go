@@ -1,0 +1,262 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/collie-io/collie/proto"
+	"github.com/collie-io/collie/server/conn"
+	"github.com/collie-io/collie/server/fsm"
+	"github.com/collie-io/collie/server/session"
+	"github.com/collie-io/collie/server/tree"
+	"github.com/collie-io/collie/server/watch"
+)
+
+var _ conn.Backend = (*Server)(nil)
+
+// LastZxid returns the zxid of the last applied transaction.
+func (s *Server) LastZxid() int64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.fsm.LastZxid()
+}
+
+func (s *Server) negotiate(requested time.Duration) time.Duration {
+	return session.Negotiate(requested, s.cfg.MinSessionTimeout, s.cfg.MaxSessionTimeout)
+}
+
+// OpenSession creates a session through the log.
+func (s *Server) OpenSession(ctx context.Context, c *conn.Conn, requested time.Duration, readOnly bool) (int64, []byte, time.Duration, error) {
+	timeout := s.negotiate(requested)
+	id := int64(s.ids.Next())
+	done := make(chan fsm.Result, 1)
+	s.smu.Lock()
+	s.bySession[id] = c
+	s.conns[c] = struct{}{}
+	s.smu.Unlock()
+	s.propose(&fsm.Entry{Type: fsm.EntryCreateSession, Session: id, Timeout: int32(timeout / time.Millisecond)},
+		func(r fsm.Result) { done <- r })
+	select {
+	case r := <-done:
+		if r.Err != proto.OK {
+			return 0, nil, 0, r.Err
+		}
+	case <-ctx.Done():
+		return 0, nil, 0, ctx.Err()
+	}
+	s.log.Debug("session opened", "session", session.ID(id), "timeout", timeout)
+	return id, session.Password(s.secret, session.ID(id)), timeout, nil
+}
+
+// ResumeSession reattaches a session after a reconnect.
+func (s *Server) ResumeSession(ctx context.Context, c *conn.Conn, id int64, passwd []byte, requested time.Duration) (time.Duration, bool) {
+	if !session.CheckPassword(s.secret, session.ID(id), passwd) {
+		return 0, false
+	}
+	s.mu.RLock()
+	_, open := s.fsm.Session(id)
+	s.mu.RUnlock()
+	if !open {
+		return 0, false
+	}
+	s.smu.Lock()
+	if !s.tracker.Touch(session.ID(id), time.Now()) {
+		s.smu.Unlock()
+		return 0, false
+	}
+	old := s.bySession[id]
+	s.bySession[id] = c
+	s.conns[c] = struct{}{}
+	s.smu.Unlock()
+	if old != nil && old != c {
+		old.Close()
+	}
+	return s.negotiate(requested), true
+}
+
+// Touch records activity of a session.
+func (s *Server) Touch(id int64) {
+	if id == 0 {
+		return
+	}
+	s.smu.Lock()
+	s.tracker.Touch(session.ID(id), time.Now())
+	s.smu.Unlock()
+}
+
+// Detach forgets a closed connection and its watches.
+func (s *Server) Detach(c *conn.Conn) {
+	s.wmu.Lock()
+	s.watches.RemoveWatcher(c)
+	s.wmu.Unlock()
+	s.smu.Lock()
+	delete(s.conns, c)
+	if s.bySession[c.Session()] == c {
+		delete(s.bySession, c.Session())
+	}
+	s.smu.Unlock()
+}
+
+// Write proposes a client's write.
+func (s *Server) Write(c *conn.Conn, op proto.OpCode, body []byte, auth []proto.ID, done func(conn.Reply)) {
+	s.counters.writes.Add(1)
+	e := &fsm.Entry{Type: fsm.EntryRequest, Session: c.Session(), Op: op, Auth: auth, Body: body}
+	if op == proto.OpCloseSession {
+		e = &fsm.Entry{Type: fsm.EntryCloseSession, Session: c.Session()}
+	}
+	s.propose(e, func(r fsm.Result) {
+		done(conn.Reply{Zxid: r.Zxid, Err: r.Err, Resp: r.Resp, Close: op == proto.OpCloseSession})
+	})
+}
+
+// Authenticate handles an auth packet: digest (and the super digest from
+// the configuration) and ip.
+func (s *Server) Authenticate(c *conn.Conn, scheme string, auth []byte) ([]proto.ID, bool) {
+	switch scheme {
+	case tree.SchemeDigest:
+		id, ok := tree.DigestID(string(auth))
+		if !ok {
+			return nil, false
+		}
+		ids := []proto.ID{{Scheme: tree.SchemeDigest, ID: id}}
+		if s.cfg.SuperDigest != "" && id == s.cfg.SuperDigest {
+			ids = append(ids, proto.ID{Scheme: tree.SchemeSuper, ID: ""})
+		}
+		return ids, true
+	case tree.SchemeIP:
+		host := c.RemoteAddr().String()
+		if h, _, err := splitHostPort(host); err == nil {
+			host = h
+		}
+		return []proto.ID{{Scheme: tree.SchemeIP, ID: host}}, true
+	}
+	return nil, false
+}
+
+// Local answers requests that do not go through the log.
+func (s *Server) Local(ctx context.Context, c *conn.Conn, op proto.OpCode, req proto.Record, auth []proto.ID) conn.Reply {
+	s.counters.reads.Add(1)
+	switch op {
+	case proto.OpPing:
+		return conn.Reply{Zxid: s.LastZxid()}
+	case proto.OpSync:
+		return s.sync(ctx, req.(*proto.SyncRequest))
+	case proto.OpWhoAmI:
+		return conn.Reply{Zxid: s.LastZxid(), Resp: &proto.WhoAmIResponse{ClientInfo: fsm.WhoAmI(auth)}}
+	case proto.OpReconfig:
+		return conn.Reply{Zxid: s.LastZxid(), Err: proto.ErrReconfigDisabled}
+	case proto.OpSetWatches, proto.OpSetWatches2:
+		return s.setWatches(c, req)
+	case proto.OpAddWatch:
+		r := req.(*proto.AddWatchRequest)
+		kind := watch.Persistent
+		if r.Mode == proto.AddWatchPersistentRecursive {
+			kind = watch.PersistentRecursive
+		} else if r.Mode != proto.AddWatchPersistent {
+			return conn.Reply{Zxid: s.LastZxid(), Err: proto.ErrBadArguments}
+		}
+		s.mu.RLock()
+		s.wmu.Lock()
+		s.watches.Add(c, r.Path, kind)
+		s.wmu.Unlock()
+		zxid := s.fsm.LastZxid()
+		s.mu.RUnlock()
+		return conn.Reply{Zxid: zxid, Resp: &proto.ErrorResponse{Err: proto.OK}}
+	case proto.OpCheckWatches, proto.OpRemoveWatches:
+		var path string
+		var typ proto.WatcherType
+		if r, ok := req.(*proto.CheckWatchesRequest); ok {
+			path, typ = r.Path, r.Type
+		} else {
+			r := req.(*proto.RemoveWatchesRequest)
+			path, typ = r.Path, r.Type
+		}
+		s.wmu.Lock()
+		var found bool
+		if op == proto.OpCheckWatches {
+			found = s.watches.Contains(c, path, typ)
+		} else {
+			found = s.watches.Remove(c, path, typ)
+		}
+		s.wmu.Unlock()
+		if !found {
+			return conn.Reply{Zxid: s.LastZxid(), Err: proto.ErrNoWatcher}
+		}
+		return conn.Reply{Zxid: s.LastZxid()}
+	}
+	if !fsm.IsRead(op) {
+		return conn.Reply{Zxid: s.LastZxid(), Err: proto.ErrUnimplemented}
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	resp, code := s.fsm.Read(c.Session(), op, req, auth)
+	if path, kind, ok := watchOf(req, code); ok {
+		s.wmu.Lock()
+		s.watches.Add(c, path, kind)
+		s.wmu.Unlock()
+	}
+	return conn.Reply{Zxid: s.fsm.LastZxid(), Err: code, Resp: resp}
+}
+
+// watchOf returns the watch a read asks to set: exists sets one whether or
+// not the node exists; getData and getChildren only when they succeed.
+func watchOf(req proto.Record, code proto.Code) (string, watch.Kind, bool) {
+	switch r := req.(type) {
+	case *proto.ExistsRequest:
+		if r.Watch && (code == proto.OK || code == proto.ErrNoNode) {
+			if code == proto.OK {
+				return r.Path, watch.Data, true
+			}
+			return r.Path, watch.Exist, true
+		}
+	case *proto.GetDataRequest:
+		return r.Path, watch.Data, r.Watch && code == proto.OK
+	case *proto.GetChildrenRequest:
+		return r.Path, watch.Child, r.Watch && code == proto.OK
+	case *proto.GetChildren2Request:
+		return r.Path, watch.Child, r.Watch && code == proto.OK
+	}
+	return "", 0, false
+}
+
+func (s *Server) setWatches(c *conn.Conn, req proto.Record) conn.Reply {
+	var sw proto.SetWatches2
+	switch r := req.(type) {
+	case *proto.SetWatches:
+		sw = proto.SetWatches2{RelativeZxid: r.RelativeZxid, DataWatches: r.DataWatches, ExistWatches: r.ExistWatches, ChildWatches: r.ChildWatches}
+	case *proto.SetWatches2:
+		sw = *r
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	t := s.fsm.Tree()
+	deliveries := s.watches.SetWatches(c, &sw, func(path string) watch.NodeInfo {
+		n, ok := t.Get(path)
+		if !ok {
+			return watch.NodeInfo{}
+		}
+		return watch.NodeInfo{Exists: true, Mzxid: n.Mzxid, Pzxid: n.Pzxid}
+	})
+	for _, d := range deliveries {
+		d.Watcher.Notify(d.Event, -1)
+	}
+	return conn.Reply{Zxid: s.fsm.LastZxid()}
+}
+
+// sync answers once this server has applied everything committed when the
+// sync arrived.
+func (s *Server) sync(ctx context.Context, r *proto.SyncRequest) conn.Reply {
+	done := make(chan error, 1)
+	s.node.ReadIndex(func(_ uint64, err error) { done <- err })
+	select {
+	case err := <-done:
+		if err != nil {
+			return conn.Reply{Zxid: s.LastZxid(), Err: proto.ErrConnectionLoss}
+		}
+	case <-ctx.Done():
+		return conn.Reply{Zxid: s.LastZxid(), Err: proto.ErrConnectionLoss}
+	}
+	return conn.Reply{Zxid: s.LastZxid(), Resp: &proto.SyncResponse{Path: r.Path}}
+}

@@ -1,0 +1,841 @@
+// Package config owns a Collie server's configuration: it reads ZooKeeper
+// 3.8's zoo.cfg format and myid file into a Config, applies ZooKeeper's
+// defaults, and checks the result the way ZooKeeper does before it starts.
+//
+// Parse, ParseMyID, ForServer and Validate work on values in memory. Load is
+// the one function that reads files: the zoo.cfg it is given and, for an
+// ensemble, the myid file in dataDir. A typical start is
+//
+//	cfg, err := config.Load("conf/zoo.cfg") // parses, reads myid, validates
+//	if err != nil { ... }
+//	for _, key := range cfg.Unknown {
+//		logger.Warn("zoo.cfg key not supported, ignored", "key", key)
+//	}
+//
+// and, with no configuration file at all, config.Default().
+package config
+
+import (
+	"cmp"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is a parsed zoo.cfg. Keys are named after ZooKeeper's; durations
+// that the file gives in milliseconds or hours are time.Durations here.
+type Config struct {
+	TickTime  time.Duration // tickTime: the unit of session expiry and of the limits below
+	InitLimit int           // initLimit, in ticks
+	SyncLimit int           // syncLimit, in ticks
+
+	// DataDir holds snapshots and the myid file; DataLogDir holds the log
+	// and defaults to DataDir. Relative paths are relative to the process's
+	// working directory, as in ZooKeeper.
+	DataDir    string
+	DataLogDir string
+
+	ClientPort              int    // clientPort; 0 until set by the file or by this server's server.N line
+	ClientPortAddress       string // clientPortAddress; "" listens on all interfaces
+	ClientPortListenBacklog int    // clientPortListenBacklog; -1 leaves the system default
+	MaxClientCnxns          int    // maxClientCnxns: connections per client IP; 0 or less is unlimited
+
+	// MinSessionTimeout and MaxSessionTimeout bound the session timeout a
+	// client may negotiate. The file gives milliseconds, -1 meaning the
+	// default of 2 and 20 ticks.
+	MinSessionTimeout time.Duration
+	MaxSessionTimeout time.Duration
+
+	SnapCount                int           // snapCount: log entries between snapshots; raised to 2 as ZooKeeper does
+	AutopurgeSnapRetainCount int           // autopurge.snapRetainCount; raised to 3 as ZooKeeper does
+	AutopurgePurgeInterval   time.Duration // autopurge.purgeInterval, in hours in the file; 0 disables purging
+	JuteMaxBuffer            int           // jute.maxbuffer: the largest request or znode payload, in bytes
+
+	// FourLetterWhitelist is the set of four-letter words the server
+	// answers (4lw.commands.whitelist). "srvr" is always in it, as in
+	// ZooKeeper, and "*" in the file enables every word ZooKeeper knows.
+	FourLetterWhitelist map[string]bool
+
+	ExtendedTypesEnabled bool   // extendedTypesEnabled: allows TTL nodes; limits server ids to 254
+	SuperDigest          string // DigestAuthenticationProvider.superDigest: "user:base64(sha1(user:password))"
+	LocalSessionsEnabled bool   // localSessionsEnabled
+
+	AdminServerEnabled bool   // admin.enableServer
+	AdminServerPort    int    // admin.serverPort
+	AdminServerAddress string // admin.serverAddress
+
+	MetricsProviderHTTPPort int // metricsProvider.httpPort; 0 when not set
+
+	ContainerCheckInterval time.Duration // znode.container.checkIntervalMs
+	ContainerMaxPerMinute  int           // znode.container.maxPerMinute
+
+	// ServerID is this server's id from the myid file; 0 when unknown,
+	// which is fine for a standalone server.
+	ServerID uint64
+	// Servers are the server.N lines, ordered by id.
+	Servers []Server
+	// Standalone is true unless two or more participants are listed or
+	// standaloneEnabled=false, as in ZooKeeper.
+	Standalone bool
+
+	// DynamicConfigFile is the dynamicConfigFile key. The file it names is
+	// not read, so server.N lines kept there are not part of Servers.
+	DynamicConfigFile string
+	// Unknown lists, in file order, the keys this package does not act on:
+	// ZooKeeper keys Collie does not support (dynamicConfigFile among them)
+	// as well as misspellings. The caller should warn about them.
+	Unknown []string
+}
+
+// Server is one server.N line:
+//
+//	server.N=host:peerPort:electionPort[:participant|:observer][;[clientAddress:]clientPort]
+//
+// An IPv6 host or clientAddress is written in brackets and stored without.
+type Server struct {
+	ID           uint64
+	Host         string
+	PeerPort     int
+	ElectionPort int
+	Observer     bool
+
+	// ClientAddress and ClientPort come from the part after ';'. ClientPort
+	// is 0 when the line has no such part; ClientAddress is "" when only a
+	// port is given, which means all interfaces.
+	ClientAddress string
+	ClientPort    int
+}
+
+// ValueError reports a key whose value is not allowed.
+type ValueError struct {
+	Key     string // the key as written in the file
+	Value   string // the value, without surrounding blanks
+	Problem string // what is wrong, phrased to follow the value: "is not a port number (1-65535)"
+}
+
+func (e *ValueError) Error() string {
+	return fmt.Sprintf("%s: %q %s", e.Key, e.Value, e.Problem)
+}
+
+// ZooKeeper's defaults, which Collie keeps.
+const (
+	defaultTickTime        = 2000 * time.Millisecond
+	defaultInitLimit       = 10
+	defaultSyncLimit       = 5
+	defaultDataDir         = "collie-data"
+	defaultClientPort      = 2181
+	defaultMaxClientCnxns  = 60
+	defaultSnapCount       = 100000
+	minSnapCount           = 2
+	minSnapRetainCount     = 3
+	defaultJuteMaxBuffer   = 0xfffff
+	defaultAdminPort       = 8080
+	defaultAdminAddress    = "0.0.0.0"
+	defaultContainerCheck  = time.Minute
+	defaultContainerPerMin = 10000
+
+	// maxExtendedServerID is the largest server id that fits in the byte
+	// extended ephemeral owners (TTL nodes) reserve for it.
+	maxExtendedServerID = 254
+)
+
+// fourLetterWords are the commands "*" enables, as ZooKeeper 3.8 knows them.
+var fourLetterWords = []string{
+	"conf", "cons", "crst", "dirs", "dump", "envi", "gtmk", "ruok", "stmk",
+	"srst", "srvr", "stat", "wchc", "wchp", "wchs", "mntr", "isro", "hash",
+}
+
+// Default returns the configuration of a standalone server started
+// without a zoo.cfg: ZooKeeper's defaults, with data in "collie-data" under
+// the working directory.
+func Default() Config {
+	c := defaults()
+	c.DataDir = defaultDataDir
+	c.DataLogDir = defaultDataDir
+	c.ClientPort = defaultClientPort
+	c.MinSessionTimeout = 2 * c.TickTime
+	c.MaxSessionTimeout = 20 * c.TickTime
+	return c
+}
+
+// defaults are the values a zoo.cfg starts from: everything but the keys
+// ZooKeeper requires or derives.
+func defaults() Config {
+	return Config{
+		TickTime:                 defaultTickTime,
+		InitLimit:                defaultInitLimit,
+		SyncLimit:                defaultSyncLimit,
+		ClientPortListenBacklog:  -1,
+		MaxClientCnxns:           defaultMaxClientCnxns,
+		SnapCount:                defaultSnapCount,
+		AutopurgeSnapRetainCount: minSnapRetainCount,
+		JuteMaxBuffer:            defaultJuteMaxBuffer,
+		FourLetterWhitelist:      map[string]bool{"srvr": true},
+		AdminServerEnabled:       true,
+		AdminServerPort:          defaultAdminPort,
+		AdminServerAddress:       defaultAdminAddress,
+		ContainerCheckInterval:   defaultContainerCheck,
+		ContainerMaxPerMinute:    defaultContainerPerMin,
+		Standalone:               true,
+	}
+}
+
+// Parse reads zoo.cfg text. A key given twice takes its last value, as
+// with java.util.Properties. Every invalid value is reported, each error
+// naming the key, the value and what is allowed.
+//
+// Parse checks each value, and what ZooKeeper checks while reading the
+// file. It leaves ServerID at 0; call ForServer with the id from myid and
+// then Validate, which checks the configuration as a whole, or use Load,
+// which does both.
+func Parse(data []byte) (Config, error) {
+	props, err := parseProperties(string(data))
+	if err != nil {
+		return Config{}, err
+	}
+	props = lastOccurrences(props)
+
+	p := parser{c: defaults(), minSession: -1, maxSession: -1, standaloneEnabled: true}
+	serverKeys := map[uint64]string{}
+	for _, prop := range props {
+		key := trimJava(prop.key)
+		value := trimJava(prop.value)
+		if strings.HasPrefix(key, "server.") {
+			s, err := parseServer(key, value)
+			if err != nil {
+				p.errs = append(p.errs, err)
+				continue
+			}
+			if other, dup := serverKeys[s.ID]; dup {
+				p.errs = append(p.errs, fmt.Errorf("%s: server id %d is already given by %s", key, s.ID, other))
+				continue
+			}
+			serverKeys[s.ID] = key
+			p.c.Servers = append(p.c.Servers, s)
+			continue
+		}
+		p.set(key, value)
+	}
+	c := &p.c
+	slices.SortFunc(c.Servers, func(a, b Server) int { return cmp.Compare(a.ID, b.ID) })
+	c.Standalone = p.standaloneEnabled && participants(c.Servers) < 2
+
+	if c.DynamicConfigFile != "" {
+		for _, s := range c.Servers {
+			p.errs = append(p.errs, fmt.Errorf("%s: must be in the dynamic config file when dynamicConfigFile is set", serverKeys[s.ID]))
+		}
+	}
+	if c.DataDir == "" {
+		p.errs = append(p.errs, errors.New("dataDir is not set: zoo.cfg must say where to keep data"))
+	}
+	if c.DataLogDir == "" {
+		c.DataLogDir = c.DataDir
+	}
+	if c.ClientPort == 0 && c.ClientPortAddress != "" {
+		p.errs = append(p.errs, errors.New("clientPortAddress is set but clientPort is not"))
+	}
+	// tickTime may come after the timeouts in the file, so the defaults
+	// that depend on it are derived only now.
+	c.MinSessionTimeout = sessionTimeout(p.minSession, 2*c.TickTime)
+	c.MaxSessionTimeout = sessionTimeout(p.maxSession, 20*c.TickTime)
+
+	if err := errors.Join(p.errs...); err != nil {
+		return Config{}, err
+	}
+	return *c, nil
+}
+
+// parser holds what Parse needs beyond the Config it builds.
+type parser struct {
+	c Config
+	// minSession and maxSession are the timeouts in milliseconds as the
+	// file gives them; -1 means derive from tickTime.
+	minSession, maxSession int
+	standaloneEnabled      bool
+	errs                   []error
+}
+
+// set applies one key other than server.N.
+func (p *parser) set(key, value string) {
+	c := &p.c
+	var err error
+	switch key {
+	case "tickTime":
+		c.TickTime, err = millis(key, value)
+	case "initLimit":
+		c.InitLimit, err = intIn(key, value, 1, math.MaxInt32, "a positive number of ticks")
+	case "syncLimit":
+		c.SyncLimit, err = intIn(key, value, 1, math.MaxInt32, "a positive number of ticks")
+	case "dataDir":
+		c.DataDir, err = nonEmpty(key, value, "a directory")
+	case "dataLogDir":
+		c.DataLogDir, err = nonEmpty(key, value, "a directory")
+	case "clientPort":
+		// 0 means not set, as in ZooKeeper; this server's server.N line
+		// may then give the port.
+		c.ClientPort, err = intIn(key, value, 0, 65535, "a port number (1-65535)")
+	case "clientPortAddress":
+		c.ClientPortAddress, err = nonEmpty(key, value, "a host name or IP address")
+		c.ClientPortAddress = unbracket(c.ClientPortAddress)
+	case "clientPortListenBacklog":
+		c.ClientPortListenBacklog, err = intIn(key, value, math.MinInt32, math.MaxInt32, "a number of connections")
+	case "maxClientCnxns":
+		c.MaxClientCnxns, err = intIn(key, value, math.MinInt32, math.MaxInt32, "a number of connections (0 = unlimited)")
+	case "minSessionTimeout":
+		p.minSession, err = intIn(key, value, -1, math.MaxInt32, "a number of milliseconds (-1 = 2 ticks)")
+	case "maxSessionTimeout":
+		p.maxSession, err = intIn(key, value, -1, math.MaxInt32, "a number of milliseconds (-1 = 20 ticks)")
+	case "snapCount":
+		c.SnapCount, err = intIn(key, value, math.MinInt32, math.MaxInt32, "a number of transactions")
+		c.SnapCount = max(c.SnapCount, minSnapCount)
+	case "autopurge.snapRetainCount":
+		c.AutopurgeSnapRetainCount, err = intIn(key, value, math.MinInt32, math.MaxInt32, "a number of snapshots")
+		c.AutopurgeSnapRetainCount = max(c.AutopurgeSnapRetainCount, minSnapRetainCount)
+	case "autopurge.purgeInterval":
+		var hours int
+		hours, err = intIn(key, value, math.MinInt32, math.MaxInt32, "a number of hours (0 = never purge)")
+		c.AutopurgePurgeInterval = time.Duration(max(hours, 0)) * time.Hour
+	case "jute.maxbuffer":
+		c.JuteMaxBuffer, err = intIn(key, value, 1, math.MaxInt32, "a positive number of bytes")
+	case "4lw.commands.whitelist":
+		c.FourLetterWhitelist = parseWhitelist(value)
+	case "extendedTypesEnabled":
+		c.ExtendedTypesEnabled, err = boolean(key, value)
+	case "DigestAuthenticationProvider.superDigest", "zookeeper.DigestAuthenticationProvider.superDigest":
+		c.SuperDigest = value
+		if problem := checkSuperDigest(value); problem != "" {
+			err = &ValueError{Key: key, Value: value, Problem: problem}
+		}
+	case "localSessionsEnabled":
+		c.LocalSessionsEnabled, err = boolean(key, value)
+	case "admin.enableServer":
+		c.AdminServerEnabled, err = boolean(key, value)
+	case "admin.serverPort":
+		c.AdminServerPort, err = intIn(key, value, 1, 65535, "a port number (1-65535)")
+	case "admin.serverAddress":
+		c.AdminServerAddress, err = nonEmpty(key, value, "a host name or IP address")
+		c.AdminServerAddress = unbracket(c.AdminServerAddress)
+	case "metricsProvider.httpPort":
+		c.MetricsProviderHTTPPort, err = intIn(key, value, 1, 65535, "a port number (1-65535)")
+	case "znode.container.checkIntervalMs":
+		c.ContainerCheckInterval, err = millis(key, value)
+	case "znode.container.maxPerMinute":
+		c.ContainerMaxPerMinute, err = intIn(key, value, 1, math.MaxInt32, "a positive number of containers")
+	case "standaloneEnabled":
+		p.standaloneEnabled, err = boolean(key, value)
+	case "dynamicConfigFile":
+		c.DynamicConfigFile = value
+		c.Unknown = append(c.Unknown, key)
+	default:
+		// ZooKeeper weighs votes by group.N and weight.N lines. Collie's
+		// quorums are plain majorities, so ignoring them would change which
+		// servers can elect a leader.
+		if strings.HasPrefix(key, "group") || strings.HasPrefix(key, "weight") {
+			err = fmt.Errorf("%s: hierarchical quorums (group.N and weight.N) are not supported; quorums are majorities of the participants", key)
+		} else {
+			c.Unknown = append(c.Unknown, key)
+		}
+	}
+	if err != nil {
+		p.errs = append(p.errs, err)
+	}
+}
+
+// lastOccurrences keeps, for each key, only its last entry, in file order.
+func lastOccurrences(props []property) []property {
+	last := make(map[string]int, len(props))
+	for i, prop := range props {
+		last[trimJava(prop.key)] = i
+	}
+	kept := props[:0:0]
+	for i, prop := range props {
+		if last[trimJava(prop.key)] == i {
+			kept = append(kept, prop)
+		}
+	}
+	return kept
+}
+
+// trimJava removes what Java's String.trim removes: every character up to
+// and including the space.
+func trimJava(s string) string {
+	return strings.TrimFunc(s, func(r rune) bool { return r <= ' ' })
+}
+
+func intIn(key, value string, lo, hi int64, want string) (int, error) {
+	n, err := strconv.ParseInt(value, 10, 64)
+	if err != nil || n < lo || n > hi {
+		return 0, &ValueError{Key: key, Value: value, Problem: "is not " + want}
+	}
+	return int(n), nil
+}
+
+func millis(key, value string) (time.Duration, error) {
+	n, err := intIn(key, value, 1, math.MaxInt32, "a positive number of milliseconds")
+	return time.Duration(n) * time.Millisecond, err
+}
+
+// boolean accepts what ZooKeeper's own boolean keys accept. Keys ZooKeeper
+// reads as system properties take any other word as false; here a typo is
+// an error instead.
+func boolean(key, value string) (bool, error) {
+	switch {
+	case strings.EqualFold(value, "true"):
+		return true, nil
+	case strings.EqualFold(value, "false"):
+		return false, nil
+	}
+	return false, &ValueError{Key: key, Value: value, Problem: "is not true or false"}
+}
+
+func nonEmpty(key, value, want string) (string, error) {
+	if value == "" {
+		return "", &ValueError{Key: key, Value: value, Problem: "is not " + want}
+	}
+	return value, nil
+}
+
+func unbracket(host string) string {
+	if len(host) > 2 && host[0] == '[' && host[len(host)-1] == ']' {
+		return host[1 : len(host)-1]
+	}
+	return host
+}
+
+func sessionTimeout(ms int, dflt time.Duration) time.Duration {
+	if ms == -1 {
+		return dflt
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
+// parseWhitelist reads a comma-separated list of four-letter words. Names
+// ZooKeeper does not know are kept, as ZooKeeper keeps them: they enable
+// nothing.
+func parseWhitelist(value string) map[string]bool {
+	words := map[string]bool{"srvr": true} // ZooKeeper's own scripts need srvr
+	for word := range strings.SplitSeq(value, ",") {
+		word = trimJava(word)
+		if word == "*" {
+			for _, w := range fourLetterWords {
+				words[w] = true
+			}
+			break
+		}
+		if word != "" {
+			words[word] = true
+		}
+	}
+	return words
+}
+
+// checkSuperDigest returns what is wrong with a super user digest, or "".
+// ZooKeeper compares the digest of the presented credentials with this
+// string, so any other shape could never match.
+func checkSuperDigest(s string) string {
+	const problem = `is not of the form user:base64(sha1("user:password"))`
+	user, digest, ok := strings.Cut(s, ":")
+	if !ok || user == "" {
+		return problem
+	}
+	sum, err := base64.StdEncoding.DecodeString(digest)
+	if err != nil || len(sum) != 20 {
+		return problem
+	}
+	return ""
+}
+
+// serverForm describes a server.N value in error messages.
+const serverForm = "host:peerPort:electionPort[:participant|:observer][;[clientAddress:]clientPort]"
+
+// parseServer reads one server.N line, following ZooKeeper's QuorumServer.
+func parseServer(key, value string) (Server, error) {
+	idText := strings.TrimPrefix(key, "server.")
+	id, err := strconv.ParseUint(idText, 10, 63)
+	if err != nil || id == 0 {
+		return Server{}, &ValueError{Key: key, Value: idText, Problem: "is not a server id (1 or more)"}
+	}
+	bad := func(problem string) (Server, error) {
+		return Server{}, &ValueError{Key: key, Value: value, Problem: problem}
+	}
+	badForm := func() (Server, error) { return bad("is not of the form " + serverForm) }
+
+	halves := splitJava(value, ";")
+	if len(halves) == 0 || len(halves) > 2 {
+		return badForm()
+	}
+	if strings.Contains(halves[0], "|") {
+		return bad("lists several addresses for one server, which is not supported")
+	}
+	parts, ok := hostAndPort(halves[0])
+	if !ok || len(parts) < 3 || len(parts) > 4 || parts[0] == "" {
+		return badForm()
+	}
+	s := Server{ID: id, Host: parts[0]}
+	if s.PeerPort, ok = portNumber(parts[1]); !ok {
+		return bad(fmt.Sprintf("has peer port %q, which is not a port number (1-65535)", parts[1]))
+	}
+	if s.ElectionPort, ok = portNumber(parts[2]); !ok {
+		return bad(fmt.Sprintf("has election port %q, which is not a port number (1-65535)", parts[2]))
+	}
+	if s.PeerPort == s.ElectionPort {
+		return bad("uses one port for both peer and election traffic; they must differ")
+	}
+	if len(parts) == 4 {
+		switch strings.ToLower(trimJava(parts[3])) {
+		case "participant":
+		case "observer":
+			s.Observer = true
+		default:
+			return bad(fmt.Sprintf("has role %q, which is not participant or observer", parts[3]))
+		}
+	}
+	if len(halves) == 2 {
+		client, ok := hostAndPort(halves[1])
+		if !ok || len(client) == 0 || len(client) > 2 {
+			return badForm()
+		}
+		if len(client) == 2 {
+			if client[0] == "" {
+				return badForm()
+			}
+			s.ClientAddress = client[0]
+		}
+		port := client[len(client)-1]
+		if s.ClientPort, ok = portNumber(port); !ok {
+			return bad(fmt.Sprintf("has client port %q, which is not a port number (1-65535)", port))
+		}
+	}
+	return s, nil
+}
+
+// splitJava splits as Java's String.split does: trailing empty fields are
+// dropped, so "host:2888:3888:" has three fields.
+func splitJava(s, sep string) []string {
+	if s == "" {
+		return []string{""}
+	}
+	fields := strings.Split(s, sep)
+	for len(fields) > 0 && fields[len(fields)-1] == "" {
+		fields = fields[:len(fields)-1]
+	}
+	return fields
+}
+
+// hostAndPort splits "host:port:..." or "[ipv6]:port:..." into the host
+// and the colon-separated fields after it.
+func hostAndPort(s string) ([]string, bool) {
+	if !strings.HasPrefix(s, "[") {
+		return splitJava(s, ":"), true
+	}
+	end := strings.IndexByte(s, ']')
+	if end < 0 {
+		return nil, false
+	}
+	host, rest := s[1:end], s[end+1:]
+	if rest == "" {
+		return []string{host}, true
+	}
+	if rest[0] != ':' || len(rest) == 1 {
+		return nil, false
+	}
+	return append([]string{host}, splitJava(rest[1:], ":")...), true
+}
+
+func portNumber(s string) (int, bool) {
+	n, err := strconv.Atoi(trimJava(s))
+	return n, err == nil && n >= 1 && n <= 65535
+}
+
+func participants(servers []Server) int {
+	n := 0
+	for _, s := range servers {
+		if !s.Observer {
+			n++
+		}
+	}
+	return n
+}
+
+// ParseMyID reads the contents of a myid file: this server's id on the
+// first line.
+func ParseMyID(data []byte) (uint64, error) {
+	line, _ := cutLine(string(data))
+	line = trimJava(line)
+	id, err := strconv.ParseUint(line, 10, 63)
+	if err != nil || id == 0 {
+		return 0, &ValueError{Key: "myid", Value: line, Problem: "is not a server id (a whole number, 1 or more)"}
+	}
+	return id, nil
+}
+
+// ForServer returns the configuration as server id sees it: ServerID set
+// and, when this server's server.N line gives a client port, the client
+// address taken from there. It fails when clientPort or clientPortAddress
+// disagree with that line, as ZooKeeper does.
+func (c Config) ForServer(id uint64) (Config, error) {
+	c.ServerID = id
+	i := slices.IndexFunc(c.Servers, func(s Server) bool { return s.ID == id })
+	if i < 0 || c.Servers[i].ClientPort == 0 {
+		return c, nil
+	}
+	own := c.Servers[i]
+	if c.ClientPort != 0 {
+		sameAddress := isWildcard(c.ClientPortAddress) || c.ClientPortAddress == own.ClientAddress
+		if !sameAddress || c.ClientPort != own.ClientPort {
+			return Config{}, fmt.Errorf("clientPort %d and clientPortAddress %q differ from the client address %q of server.%d",
+				c.ClientPort, c.ClientPortAddress, clientAddr(own), id)
+		}
+	}
+	c.ClientPort = own.ClientPort
+	c.ClientPortAddress = own.ClientAddress
+	return c, nil
+}
+
+func isWildcard(host string) bool {
+	return host == "" || host == "0.0.0.0" || host == "::"
+}
+
+// clientAddr is a server's client address as ZooKeeper prints it.
+func clientAddr(s Server) string {
+	host := s.ClientAddress
+	if host == "" {
+		host = "0.0.0.0"
+	}
+	return bracket(host) + ":" + strconv.Itoa(s.ClientPort)
+}
+
+func bracket(host string) string {
+	if strings.Contains(host, ":") {
+		return "[" + host + "]"
+	}
+	return host
+}
+
+// Validate checks the configuration as a whole: each value in range and
+// the values consistent with each other and with ServerID. It reports
+// every problem it finds.
+func (c Config) Validate() error {
+	var errs []error
+	check := func(ok bool, format string, args ...any) {
+		if !ok {
+			errs = append(errs, fmt.Errorf(format, args...))
+		}
+	}
+	check(c.TickTime >= time.Millisecond, "tickTime must be at least 1 ms, not %v", c.TickTime)
+	check(c.InitLimit > 0, "initLimit must be at least 1 tick, not %d", c.InitLimit)
+	check(c.SyncLimit > 0, "syncLimit must be at least 1 tick, not %d", c.SyncLimit)
+	check(c.DataDir != "", "dataDir is not set")
+	check(c.DataLogDir != "", "dataLogDir is not set")
+	switch {
+	case c.ClientPort == 0 && len(c.Servers) > 0:
+		errs = append(errs, errors.New("clientPort is not set: set it, or end this server's server.N line with ;clientPort"))
+	case c.ClientPort == 0:
+		errs = append(errs, errors.New("clientPort is not set"))
+	default:
+		check(validPort(c.ClientPort), "clientPort %d is not a port number (1-65535)", c.ClientPort)
+	}
+	check(c.MinSessionTimeout >= 0, "minSessionTimeout must not be negative")
+	check(c.MinSessionTimeout <= c.MaxSessionTimeout, "minSessionTimeout (%d ms) must not be larger than maxSessionTimeout (%d ms)",
+		c.MinSessionTimeout.Milliseconds(), c.MaxSessionTimeout.Milliseconds())
+	check(c.SnapCount > 0, "snapCount must be at least 1, not %d", c.SnapCount)
+	check(c.AutopurgeSnapRetainCount >= minSnapRetainCount,
+		"autopurge.snapRetainCount must be at least %d, not %d", minSnapRetainCount, c.AutopurgeSnapRetainCount)
+	check(c.AutopurgePurgeInterval >= 0, "autopurge.purgeInterval must not be negative")
+	check(c.JuteMaxBuffer > 0, "jute.maxbuffer must be at least 1 byte, not %d", c.JuteMaxBuffer)
+	if c.SuperDigest != "" {
+		problem := checkSuperDigest(c.SuperDigest)
+		check(problem == "", "DigestAuthenticationProvider.superDigest %q %s", c.SuperDigest, problem)
+	}
+	if c.AdminServerEnabled {
+		check(validPort(c.AdminServerPort), "admin.serverPort %d is not a port number (1-65535)", c.AdminServerPort)
+	}
+	check(c.MetricsProviderHTTPPort == 0 || validPort(c.MetricsProviderHTTPPort),
+		"metricsProvider.httpPort %d is not a port number (1-65535)", c.MetricsProviderHTTPPort)
+	check(c.ContainerCheckInterval >= time.Millisecond,
+		"znode.container.checkIntervalMs must be at least 1 ms, not %v", c.ContainerCheckInterval)
+	check(c.ContainerMaxPerMinute > 0, "znode.container.maxPerMinute must be at least 1, not %d", c.ContainerMaxPerMinute)
+	if c.ExtendedTypesEnabled {
+		check(c.ServerID <= maxExtendedServerID,
+			"extendedTypesEnabled is true, so the server id must be at most %d, not %d", maxExtendedServerID, c.ServerID)
+	}
+	errs = append(errs, c.validateMembers()...)
+	return errors.Join(errs...)
+}
+
+// validateMembers checks the server.N lines and this server's place in
+// them, with ZooKeeper's rules and messages where it has them.
+func (c Config) validateMembers() []error {
+	var errs []error
+	seen := map[uint64]bool{}
+	for _, s := range c.Servers {
+		key := fmt.Sprintf("server.%d", s.ID)
+		switch {
+		case s.ID == 0:
+			errs = append(errs, errors.New("server.0: server ids start at 1"))
+		case seen[s.ID]:
+			errs = append(errs, fmt.Errorf("%s: listed twice", key))
+		case s.Host == "":
+			errs = append(errs, fmt.Errorf("%s: host is empty", key))
+		case !validPort(s.PeerPort) || !validPort(s.ElectionPort):
+			errs = append(errs, fmt.Errorf("%s: ports %d and %d must be port numbers (1-65535)", key, s.PeerPort, s.ElectionPort))
+		case s.PeerPort == s.ElectionPort:
+			errs = append(errs, fmt.Errorf("%s: peer and election ports must differ", key))
+		case s.ClientPort != 0 && !validPort(s.ClientPort):
+			errs = append(errs, fmt.Errorf("%s: client port %d is not a port number (1-65535)", key, s.ClientPort))
+		}
+		seen[s.ID] = true
+	}
+
+	voters := participants(c.Servers)
+	observers := len(c.Servers) - voters
+	switch {
+	case voters == 0 && observers > 0:
+		errs = append(errs, errors.New("observers without participants is an invalid configuration"))
+	case voters == 0 && !c.Standalone:
+		errs = append(errs, errors.New("standaloneEnabled is false, so at least one participant server.N line is needed"))
+	case voters == 1 && c.Standalone && observers > 0:
+		errs = append(errs, errors.New("observers without a quorum is an invalid configuration: list at least two participants"))
+	case voters >= 2 && c.Standalone:
+		errs = append(errs, fmt.Errorf("%d participants are listed, so the server cannot be standalone", voters))
+	}
+	if c.Standalone {
+		return errs
+	}
+	switch {
+	case c.ServerID == 0:
+		errs = append(errs, errors.New("this server's id is not set: create the myid file in dataDir holding the N of its server.N line"))
+	case !seen[c.ServerID]:
+		errs = append(errs, fmt.Errorf("this server's id %d (from myid) has no server.%d line", c.ServerID, c.ServerID))
+	}
+	return errs
+}
+
+func validPort(p int) bool { return p >= 1 && p <= 65535 }
+
+// Load reads the zoo.cfg at path, reads the myid file in its dataDir when
+// the file lists servers, and validates the result. A relative dataDir is
+// relative to the working directory, as in ZooKeeper. An ensemble member
+// without a myid file is an error; a standalone server does not need one.
+func Load(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	c, err := Parse(data)
+	if err != nil {
+		return Config{}, fmt.Errorf("config: %s: %w", path, err)
+	}
+	if len(c.Servers) > 0 {
+		myidPath := filepath.Join(c.DataDir, "myid")
+		data, err := os.ReadFile(myidPath)
+		switch {
+		case errors.Is(err, fs.ErrNotExist) && c.Standalone:
+			// ZooKeeper runs a single listed server standalone, without an id.
+		case errors.Is(err, fs.ErrNotExist):
+			return Config{}, fmt.Errorf("config: %s lists an ensemble, but %s does not exist: "+
+				"create it holding this server's id, the N of its server.N line: %w", path, myidPath, err)
+		case err != nil:
+			return Config{}, fmt.Errorf("config: %w", err)
+		default:
+			id, err := ParseMyID(data)
+			if err != nil {
+				return Config{}, fmt.Errorf("config: %s: %w", myidPath, err)
+			}
+			if c, err = c.ForServer(id); err != nil {
+				return Config{}, fmt.Errorf("config: %s: %w", path, err)
+			}
+		}
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, fmt.Errorf("config: %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Runtime is what the conf four-letter word reports that only a running
+// server knows.
+type Runtime struct {
+	ClientPort    int    // the port the client listener is bound to; 0 reports Config.ClientPort
+	DataDir       string // absolute path of the directory holding snapshots
+	DataDirSize   int64  // bytes in DataDir
+	DataLogDir    string // absolute path of the directory holding the log
+	DataLogSize   int64  // bytes in DataLogDir
+	ConfigVersion uint64 // version of the membership, printed in hex
+}
+
+// ConfLines returns the listing of the conf four-letter word, key=value
+// lines in ZooKeeper 3.8's order and spelling. An ensemble member adds its
+// quorum settings and the membership, one server.N line per server,
+// followed by the membership version.
+func (c Config) ConfLines(rt Runtime) []string {
+	clientPort := rt.ClientPort
+	if clientPort == 0 {
+		clientPort = c.ClientPort
+	}
+	var serverID uint64 // ZooKeeper's standalone server reports 0
+	if !c.Standalone {
+		serverID = c.ServerID
+	}
+	lines := []string{
+		"clientPort=" + strconv.Itoa(clientPort),
+		"secureClientPort=-1", // Collie has no TLS listener
+		"dataDir=" + rt.DataDir,
+		"dataDirSize=" + strconv.FormatInt(rt.DataDirSize, 10),
+		"dataLogDir=" + rt.DataLogDir,
+		"dataLogSize=" + strconv.FormatInt(rt.DataLogSize, 10),
+		"tickTime=" + strconv.FormatInt(c.TickTime.Milliseconds(), 10),
+		"maxClientCnxns=" + strconv.Itoa(c.MaxClientCnxns),
+		"minSessionTimeout=" + strconv.FormatInt(c.MinSessionTimeout.Milliseconds(), 10),
+		"maxSessionTimeout=" + strconv.FormatInt(c.MaxSessionTimeout.Milliseconds(), 10),
+		"clientPortListenBacklog=" + strconv.Itoa(c.ClientPortListenBacklog),
+		"serverId=" + strconv.FormatUint(serverID, 10),
+	}
+	if c.Standalone {
+		return lines
+	}
+	var own Server
+	if i := slices.IndexFunc(c.Servers, func(s Server) bool { return s.ID == c.ServerID }); i >= 0 {
+		own = c.Servers[i]
+	}
+	peerType := "0"
+	if own.Observer {
+		peerType = "1"
+	}
+	lines = append(lines,
+		"initLimit="+strconv.Itoa(c.InitLimit),
+		"syncLimit="+strconv.Itoa(c.SyncLimit),
+		"electionAlg=3", // fast leader election, the only one ZooKeeper 3.8 has
+		"electionPort="+strconv.Itoa(own.ElectionPort),
+		"quorumPort="+strconv.Itoa(own.PeerPort),
+		"peerType="+peerType,
+		"membership: ",
+	)
+	for _, s := range c.Servers {
+		lines = append(lines, fmt.Sprintf("server.%d=%s", s.ID, s.String()))
+	}
+	return append(lines, "version="+strconv.FormatUint(rt.ConfigVersion, 16))
+}
+
+// String formats the server as the value of its server.N line, the way
+// ZooKeeper prints membership: the role always, the client address only
+// when the line gave one.
+func (s Server) String() string {
+	role := "participant"
+	if s.Observer {
+		role = "observer"
+	}
+	v := fmt.Sprintf("%s:%d:%d:%s", bracket(s.Host), s.PeerPort, s.ElectionPort, role)
+	if s.ClientPort != 0 {
+		v += ";" + clientAddr(s)
+	}
+	return v
+}

@@ -1,0 +1,508 @@
+package conn
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/collie-io/collie/proto"
+)
+
+// Backend is the server behind the connections: sessions, the replicated
+// state and the watch registry.
+type Backend interface {
+	// LastZxid is the zxid of the last applied transaction.
+	LastZxid() int64
+	// OpenSession creates a session with a negotiated timeout and returns
+	// its id, password and timeout.
+	OpenSession(ctx context.Context, c *Conn, requested time.Duration, readOnly bool) (id int64, passwd []byte, timeout time.Duration, err error)
+	// ResumeSession attaches c to an existing session if the password is
+	// right and the session is still open, and returns its timeout.
+	ResumeSession(ctx context.Context, c *Conn, id int64, passwd []byte, requested time.Duration) (timeout time.Duration, ok bool)
+	// Write submits a write request (including closeSession) to the log.
+	// done is called exactly once, from the apply goroutine, with the
+	// zxid, error code and response record.
+	Write(c *Conn, op proto.OpCode, body []byte, auth []proto.ID, done func(Reply))
+	// Local answers a request that does not go through the log (reads,
+	// watches, sync, whoAmI, ping) at its turn in the session's order.
+	Local(ctx context.Context, c *Conn, op proto.OpCode, req proto.Record, auth []proto.ID) Reply
+	// Authenticate checks an auth packet and returns the identities it
+	// adds, or false when authentication fails.
+	Authenticate(c *Conn, scheme string, auth []byte) ([]proto.ID, bool)
+	// Touch records activity of a session.
+	Touch(session int64)
+	// Detach is called once when a connection that had a session closes.
+	Detach(c *Conn)
+	// FourLetter answers a four-letter word, or returns false if it is not
+	// one or is not allowed.
+	FourLetter(cmd string) (string, bool)
+}
+
+// Reply is the outcome of one request.
+type Reply struct {
+	Zxid int64
+	Err  proto.Code
+	Resp proto.Record
+	// Close closes the connection after this reply (closeSession).
+	Close bool
+}
+
+// Config holds the limits of a connection.
+type Config struct {
+	// MaxBuffer is jute.maxbuffer: the largest frame accepted.
+	MaxBuffer int
+	// HandshakeTimeout bounds the wait for the connect request.
+	HandshakeTimeout time.Duration
+	// MaxOutstanding bounds the requests of one connection in flight.
+	MaxOutstanding int
+	// MaxQueued bounds the bytes waiting to be written to a client that
+	// does not read; past it the connection is closed.
+	MaxQueued int
+	Logger    *slog.Logger
+	// Observe, if set, is told the latency of every reply; Received of
+	// every request packet. Both feed the server's statistics.
+	Observe  func(time.Duration)
+	Received func()
+}
+
+func (c *Config) setDefaults() {
+	if c.MaxBuffer <= 0 {
+		c.MaxBuffer = proto.DefaultMaxBuffer
+	}
+	if c.HandshakeTimeout <= 0 {
+		c.HandshakeTimeout = 10 * time.Second
+	}
+	if c.MaxOutstanding <= 0 {
+		c.MaxOutstanding = 1000
+	}
+	if c.MaxQueued <= 0 {
+		c.MaxQueued = 64 << 20
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Observe == nil {
+		c.Observe = func(time.Duration) {}
+	}
+	if c.Received == nil {
+		c.Received = func() {}
+	}
+}
+
+// Conn is one client connection.
+type Conn struct {
+	cfg     Config
+	backend Backend
+	nc      net.Conn
+	log     *slog.Logger
+	ctx     context.Context
+	cancel  context.CancelFunc
+	// remoteIP is the client's address, its "ip" identity.
+	remoteIP string
+	started  time.Time
+
+	// Set once by the handshake before the pipeline starts.
+	session int64
+	timeout time.Duration
+
+	// auth is owned by the reader goroutine; requests carry a copy.
+	auth []proto.ID
+
+	requests chan *item
+	results  chan *item
+	slots    chan struct{}
+
+	out outQueue
+
+	closeOnce sync.Once
+	wg        sync.WaitGroup
+
+	stats Stats
+}
+
+// Stats are a connection's counters for the cons four-letter word.
+type Stats struct {
+	mu                                   sync.Mutex
+	Received, Sent                       int64
+	LastOp                               string
+	LastCxid                             int32
+	LastZxid                             int64
+	LastLatency                          time.Duration
+	MinLatency, MaxLatency, totalLatency time.Duration
+	completed                            int64
+}
+
+// item is one request in the session's pipeline.
+type item struct {
+	xid   int32
+	op    proto.OpCode
+	req   proto.Record
+	auth  []proto.ID
+	write bool
+	start time.Time
+	done  bool
+	reply Reply
+}
+
+// Serve runs a connection until it closes. It returns when every goroutine
+// of the connection has exited.
+func Serve(ctx context.Context, nc net.Conn, backend Backend, cfg Config) {
+	cfg.setDefaults()
+	c := &Conn{cfg: cfg, backend: backend, nc: nc, started: time.Now()}
+	c.ctx, c.cancel = context.WithCancel(ctx)
+	host, _, err := net.SplitHostPort(nc.RemoteAddr().String())
+	if err != nil {
+		host = nc.RemoteAddr().String()
+	}
+	c.remoteIP = host
+	c.log = cfg.Logger.With("remote", nc.RemoteAddr().String())
+	c.out.init(cfg.MaxQueued)
+	c.auth = []proto.ID{{Scheme: "ip", ID: host}}
+	stop := context.AfterFunc(ctx, c.Close)
+	defer stop()
+
+	if !c.handshake() {
+		c.Close()
+		c.wg.Wait()
+		return
+	}
+	c.requests = make(chan *item, cfg.MaxOutstanding)
+	c.results = make(chan *item, cfg.MaxOutstanding)
+	c.slots = make(chan struct{}, cfg.MaxOutstanding)
+	c.wg.Go(c.process)
+	c.read()
+	c.Close()
+	c.wg.Wait()
+	backend.Detach(c)
+}
+
+// Session returns the connection's session id (0 before the handshake).
+func (c *Conn) Session() int64 { return c.session }
+
+// Timeout returns the negotiated session timeout.
+func (c *Conn) Timeout() time.Duration { return c.timeout }
+
+// RemoteAddr returns the client's address.
+func (c *Conn) RemoteAddr() net.Addr { return c.nc.RemoteAddr() }
+
+// Close closes the connection; its goroutines then exit. Safe to call more
+// than once and from any goroutine.
+func (c *Conn) Close() {
+	c.closeOnce.Do(func() {
+		c.cancel()
+		c.out.close()
+		c.nc.Close()
+	})
+}
+
+// Notify queues a watch event. It never blocks: the Backend calls it while
+// applying a change.
+func (c *Conn) Notify(ev proto.WatcherEvent, zxid int64) {
+	b := frame(&proto.ReplyHeader{Xid: proto.XidNotification, Zxid: zxid}, &ev)
+	if !c.out.push(b) {
+		c.Close()
+	}
+}
+
+// frame encodes a length-prefixed reply.
+func frame(hdr *proto.ReplyHeader, body proto.Record) []byte {
+	b := make([]byte, 4, 64)
+	e := proto.NewEncoder(b)
+	hdr.Encode(e)
+	if body != nil {
+		body.Encode(e)
+	}
+	b = e.Bytes()
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	return b
+}
+
+// readFrame reads one length-prefixed frame, refusing lengths outside
+// [0, MaxBuffer].
+func (c *Conn) readFrame(r io.Reader, lenBuf []byte) ([]byte, error) {
+	if _, err := io.ReadFull(r, lenBuf[:4]); err != nil {
+		return nil, err
+	}
+	n := int32(binary.BigEndian.Uint32(lenBuf[:4]))
+	if n < 0 || int(n) > c.cfg.MaxBuffer {
+		return nil, fmt.Errorf("frame of %d bytes: %w", n, errFrameTooLarge)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+var errFrameTooLarge = errors.New("larger than jute.maxbuffer")
+
+// handshake reads the connect request (or a four-letter word) and answers
+// it. It reports whether the connection has a session.
+func (c *Conn) handshake() bool {
+	c.nc.SetReadDeadline(time.Now().Add(c.cfg.HandshakeTimeout))
+	var lenBuf [4]byte
+	if _, err := io.ReadFull(c.nc, lenBuf[:]); err != nil {
+		return false
+	}
+	if cmd := string(lenBuf[:]); isFourLetter(cmd) {
+		c.fourLetter(cmd)
+		return false
+	}
+	n := int32(binary.BigEndian.Uint32(lenBuf[:]))
+	if n < 0 || int(n) > c.cfg.MaxBuffer {
+		c.log.Debug("closing connection: connect request too large", "len", n)
+		return false
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(c.nc, b); err != nil {
+		return false
+	}
+	var req proto.ConnectRequest
+	if err := proto.Unmarshal(b, &req); err != nil {
+		c.log.Debug("closing connection: bad connect request", "err", err)
+		return false
+	}
+	c.nc.SetReadDeadline(time.Time{})
+	if last := c.backend.LastZxid(); req.LastZxidSeen > last {
+		// The client has seen a newer state than ours: answering it could
+		// take it back in time. It will try another server.
+		c.log.Info("refusing session: client has seen a newer zxid",
+			"client_zxid", fmt.Sprintf("%#x", req.LastZxidSeen), "zxid", fmt.Sprintf("%#x", last))
+		return false
+	}
+	requested := time.Duration(req.TimeOut) * time.Millisecond
+	resp := proto.ConnectResponse{ProtocolVersion: 0, ReadOnly: false}
+	ok := true
+	if req.SessionID == 0 {
+		id, passwd, timeout, err := c.backend.OpenSession(c.ctx, c, requested, req.ReadOnly)
+		if err != nil {
+			c.log.Warn("cannot open session", "err", err)
+			return false
+		}
+		c.session, c.timeout = id, timeout
+		resp.SessionID, resp.Passwd, resp.TimeOut = id, passwd, int32(timeout/time.Millisecond)
+	} else {
+		timeout, valid := c.backend.ResumeSession(c.ctx, c, req.SessionID, req.Passwd, requested)
+		if valid {
+			c.session, c.timeout = req.SessionID, timeout
+			resp.SessionID, resp.Passwd, resp.TimeOut = req.SessionID, req.Passwd, int32(timeout/time.Millisecond)
+		} else {
+			// An expired or unknown session: the client learns it from a
+			// zero timeout, as from ZooKeeper, and the connection closes.
+			resp.Passwd = make([]byte, proto.PasswordLen)
+			ok = false
+		}
+	}
+	b = make([]byte, 4, 64)
+	e := proto.NewEncoder(b)
+	resp.Encode(e)
+	b = e.Bytes()
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	c.out.push(b)
+	c.wg.Go(c.write)
+	if !ok {
+		c.out.closeAfterDrain()
+	}
+	return ok
+}
+
+// read decodes requests until the connection fails.
+func (c *Conn) read() {
+	var lenBuf [4]byte
+	r := &deadlineReader{c: c}
+	for {
+		b, err := c.readFrame(r, lenBuf[:])
+		if err != nil {
+			if !errors.Is(err, net.ErrClosed) && !errors.Is(err, io.EOF) {
+				c.log.Debug("closing connection", "err", err, "session", sessionHex(c.session))
+			}
+			return
+		}
+		d := proto.NewDecoder(b)
+		var hdr proto.RequestHeader
+		hdr.Decode(d)
+		if d.Err() != nil {
+			return
+		}
+		c.stats.mu.Lock()
+		c.stats.Received++
+		c.stats.mu.Unlock()
+		c.cfg.Received()
+		body := b[len(b)-d.Remaining():]
+		c.backend.Touch(c.session)
+		if hdr.Type == proto.OpAuth {
+			if !c.authenticate(hdr.Xid, body) {
+				return
+			}
+			continue
+		}
+		it := &item{xid: hdr.Xid, op: hdr.Type, start: time.Now(), auth: c.auth}
+		req, known := proto.NewRequest(hdr.Type)
+		switch {
+		case !known:
+			it.done = true
+			it.reply = Reply{Err: proto.ErrUnimplemented, Zxid: c.backend.LastZxid()}
+		case req != nil:
+			if err := proto.Unmarshal(body, req); err != nil {
+				c.log.Debug("closing connection: malformed request", "op", hdr.Type, "err", err, "session", sessionHex(c.session))
+				return
+			}
+			it.req = req
+		}
+		if isWrite(hdr.Type) {
+			it.write = true
+			it.req = rawBody(body)
+		}
+		select {
+		case c.slots <- struct{}{}:
+		case <-c.ctx.Done():
+			return
+		}
+		select {
+		case c.requests <- it:
+		case <-c.ctx.Done():
+			return
+		}
+	}
+}
+
+// rawBody keeps a write's encoded body: the log stores it as the client
+// sent it.
+type rawBody []byte
+
+func (rawBody) Encode(*proto.Encoder) {}
+func (rawBody) Decode(*proto.Decoder) {}
+
+func isWrite(op proto.OpCode) bool {
+	switch op {
+	case proto.OpCreate, proto.OpCreate2, proto.OpCreateContainer, proto.OpCreateTTL,
+		proto.OpDelete, proto.OpSetData, proto.OpSetACL, proto.OpCheck, proto.OpMulti,
+		proto.OpCloseSession:
+		return true
+	}
+	return false
+}
+
+// deadlineReader reads from the socket; blocking reads end when the
+// connection is closed.
+type deadlineReader struct{ c *Conn }
+
+func (r *deadlineReader) Read(p []byte) (int, error) { return r.c.nc.Read(p) }
+
+func (c *Conn) authenticate(xid int32, body []byte) bool {
+	var pkt proto.AuthPacket
+	if err := proto.Unmarshal(body, &pkt); err != nil {
+		return false
+	}
+	ids, ok := c.backend.Authenticate(c, pkt.Scheme, pkt.Auth)
+	if !ok {
+		c.out.push(frame(&proto.ReplyHeader{Xid: proto.XidAuth, Err: proto.ErrAuthFailed}, nil))
+		c.out.closeAfterDrain()
+		return false
+	}
+	auth := make([]proto.ID, 0, len(c.auth)+len(ids))
+	auth = append(auth, c.auth...)
+	for _, id := range ids {
+		if !containsID(auth, id) {
+			auth = append(auth, id)
+		}
+	}
+	c.auth = auth
+	c.out.push(frame(&proto.ReplyHeader{Xid: proto.XidAuth}, nil))
+	return true
+}
+
+func containsID(ids []proto.ID, id proto.ID) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+// process owns the pipeline: it starts writes in order and answers every
+// request in order.
+func (c *Conn) process() {
+	var fifo []*item
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case it := <-c.requests:
+			if it.write && !it.done {
+				c.backend.Write(c, it.op, []byte(it.req.(rawBody)), it.auth, func(r Reply) {
+					it.reply = r
+					c.results <- it
+				})
+			}
+			fifo = append(fifo, it)
+		case it := <-c.results:
+			it.done = true
+		}
+		for len(fifo) > 0 {
+			head := fifo[0]
+			if head.write && !head.done {
+				break
+			}
+			if !head.done {
+				head.reply = c.backend.Local(c.ctx, c, head.op, head.req, head.auth)
+			}
+			fifo = fifo[1:]
+			c.reply(head)
+			<-c.slots
+			if head.reply.Close {
+				c.out.closeAfterDrain()
+				return
+			}
+		}
+	}
+}
+
+func (c *Conn) reply(it *item) {
+	hdr := proto.ReplyHeader{Xid: it.xid, Zxid: it.reply.Zxid, Err: it.reply.Err}
+	var body proto.Record
+	if it.reply.Err == proto.OK || it.op == proto.OpMulti || it.op == proto.OpMultiRead {
+		body = it.reply.Resp
+	}
+	if !c.out.push(frame(&hdr, body)) {
+		c.Close()
+	}
+	lat := time.Since(it.start)
+	c.cfg.Observe(lat)
+	s := &c.stats
+	s.mu.Lock()
+	s.Sent++
+	s.LastOp, s.LastCxid, s.LastZxid, s.LastLatency = it.op.String(), it.xid, it.reply.Zxid, lat
+	if s.completed == 0 || lat < s.MinLatency {
+		s.MinLatency = lat
+	}
+	if lat > s.MaxLatency {
+		s.MaxLatency = lat
+	}
+	s.totalLatency += lat
+	s.completed++
+	s.mu.Unlock()
+}
+
+// write drains the outbound queue to the socket.
+func (c *Conn) write() {
+	defer c.Close()
+	for {
+		bufs, ok := c.out.pop()
+		if !ok {
+			return
+		}
+		if _, err := (*net.Buffers)(&bufs).WriteTo(c.nc); err != nil {
+			return
+		}
+	}
+}
+
+func sessionHex(id int64) string { return fmt.Sprintf("0x%x", uint64(id)) }

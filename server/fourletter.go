@@ -1,0 +1,311 @@
+package server
+
+import (
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/collie-io/collie/server/config"
+	"github.com/collie-io/collie/server/conn"
+	"github.com/collie-io/collie/server/session"
+)
+
+// Version is what the version lines of srvr, stat, mntr and envi report.
+// Tools parse these lines for "3.8", so Collie states the ZooKeeper
+// version it speaks, then its own.
+var Version = "3.8.0-collie-dev"
+
+// latency aggregates request latencies for srvr, stat and mntr.
+type latency struct {
+	mu              sync.Mutex
+	received, sent  int64
+	min, max, total time.Duration
+	count           int64
+}
+
+func (l *latency) observe(d time.Duration) {
+	l.mu.Lock()
+	if l.count == 0 || d < l.min {
+		l.min = d
+	}
+	l.max = max(l.max, d)
+	l.total += d
+	l.count++
+	l.sent++
+	l.mu.Unlock()
+}
+
+func (l *latency) packet() {
+	l.mu.Lock()
+	l.received++
+	l.mu.Unlock()
+}
+
+func (l *latency) reset() {
+	l.mu.Lock()
+	*l = latency{}
+	l.mu.Unlock()
+}
+
+func (l *latency) summary() (minMs int64, avgMs float64, maxMs int64, received, sent int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.count > 0 {
+		avgMs = float64(l.total.Microseconds()) / float64(l.count) / 1000
+	}
+	return l.min.Milliseconds(), avgMs, l.max.Milliseconds(), l.received, l.sent
+}
+
+// FourLetter answers the four-letter words allowed by
+// 4lw.commands.whitelist, in ZooKeeper's formats.
+func (s *Server) FourLetter(cmd string) (string, bool) {
+	if !s.cfg.FourLetterWhitelist["*"] && !s.cfg.FourLetterWhitelist[cmd] {
+		return "", false
+	}
+	switch cmd {
+	case "ruok":
+		return "imok", true
+	case "srvr":
+		return s.srvr(false), true
+	case "stat":
+		return s.srvr(true), true
+	case "mntr":
+		return s.mntr(), true
+	case "cons":
+		var b strings.Builder
+		for _, c := range s.connections() {
+			b.WriteString(c.ConsLine())
+		}
+		b.WriteString("\n")
+		return b.String(), true
+	case "crst":
+		for _, c := range s.connections() {
+			c.ResetStats()
+		}
+		return "Connection stats reset.\n", true
+	case "srst":
+		s.latency.reset()
+		return "Server stats reset.\n", true
+	case "envi":
+		return s.envi(), true
+	case "conf":
+		return strings.Join(s.cfg.ConfLines(s.runtime()), "\n") + "\n", true
+	case "isro":
+		return "rw", true
+	case "dirs":
+		rt := s.runtime()
+		return fmt.Sprintf("datadir_size: %d\nlogdir_size: %d\n", rt.DataDirSize, rt.DataLogSize), true
+	case "wchs":
+		s.wmu.Lock()
+		sum := s.watches.Summary()
+		s.wmu.Unlock()
+		return fmt.Sprintf("%d connections watching %d paths\nTotal watches:%d\n", sum.Connections, sum.Paths, sum.Watches), true
+	case "wchc":
+		s.wmu.Lock()
+		byWatcher := s.watches.ByWatcher()
+		s.wmu.Unlock()
+		var b strings.Builder
+		for _, c := range sortedConns(byWatcher) {
+			fmt.Fprintf(&b, "%s\n", session.ID(c.Session()))
+			for _, p := range byWatcher[c] {
+				fmt.Fprintf(&b, "\t%s\n", p)
+			}
+		}
+		return b.String(), true
+	case "wchp":
+		s.wmu.Lock()
+		byPath := s.watches.ByPath()
+		s.wmu.Unlock()
+		paths := make([]string, 0, len(byPath))
+		for p := range byPath {
+			paths = append(paths, p)
+		}
+		slices.Sort(paths)
+		var b strings.Builder
+		for _, p := range paths {
+			fmt.Fprintf(&b, "%s\n", p)
+			for _, c := range byPath[p] {
+				fmt.Fprintf(&b, "\t%s\n", session.ID(c.Session()))
+			}
+		}
+		return b.String(), true
+	case "dump":
+		return s.dump(), true
+	}
+	return "", false
+}
+
+func sortedConns(m map[*conn.Conn][]string) []*conn.Conn {
+	out := make([]*conn.Conn, 0, len(m))
+	for c := range m {
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b *conn.Conn) int {
+		switch {
+		case a.Session() < b.Session():
+			return -1
+		case a.Session() > b.Session():
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+func (s *Server) connections() []*conn.Conn {
+	s.smu.Lock()
+	defer s.smu.Unlock()
+	out := make([]*conn.Conn, 0, len(s.conns))
+	for c := range s.conns {
+		out = append(out, c)
+	}
+	return out
+}
+
+func (s *Server) mode() string { return "standalone" }
+
+func (s *Server) srvr(withClients bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Zookeeper version: %s, built on %s\n", Version, buildDate)
+	conns := s.connections()
+	if withClients {
+		b.WriteString("Clients:\n")
+		for _, c := range conns {
+			b.WriteString(c.ConsLine())
+		}
+		b.WriteString("\n")
+	}
+	minL, avgL, maxL, recv, sent := s.latency.summary()
+	outstanding := 0
+	for _, c := range conns {
+		outstanding += c.Outstanding()
+	}
+	s.mu.RLock()
+	zxid, nodes := s.fsm.LastZxid(), s.fsm.Tree().Len()
+	s.mu.RUnlock()
+	fmt.Fprintf(&b, "Latency min/avg/max: %d/%.4f/%d\n", minL, avgL, maxL)
+	fmt.Fprintf(&b, "Received: %d\nSent: %d\nConnections: %d\nOutstanding: %d\n", recv, sent, len(conns), outstanding)
+	fmt.Fprintf(&b, "Zxid: 0x%x\nMode: %s\nNode count: %d\n", zxid, s.mode(), nodes)
+	return b.String()
+}
+
+func (s *Server) mntr() string {
+	minL, avgL, maxL, recv, sent := s.latency.summary()
+	conns := s.connections()
+	outstanding := 0
+	for _, c := range conns {
+		outstanding += c.Outstanding()
+	}
+	s.mu.RLock()
+	t := s.fsm.Tree()
+	nodes, ephemerals, size := t.Len(), t.EphemeralCount(), t.DataSize()
+	s.mu.RUnlock()
+	s.wmu.Lock()
+	watches := s.watches.Count()
+	s.wmu.Unlock()
+	lines := [][2]string{
+		{"zk_version", Version + ", built on " + buildDate},
+		{"zk_server_state", s.mode()},
+		{"zk_avg_latency", fmt.Sprintf("%.4f", avgL)},
+		{"zk_max_latency", fmt.Sprint(maxL)},
+		{"zk_min_latency", fmt.Sprint(minL)},
+		{"zk_packets_received", fmt.Sprint(recv)},
+		{"zk_packets_sent", fmt.Sprint(sent)},
+		{"zk_num_alive_connections", fmt.Sprint(len(conns))},
+		{"zk_outstanding_requests", fmt.Sprint(outstanding)},
+		{"zk_znode_count", fmt.Sprint(nodes)},
+		{"zk_watch_count", fmt.Sprint(watches)},
+		{"zk_ephemerals_count", fmt.Sprint(ephemerals)},
+		{"zk_approximate_data_size", fmt.Sprint(size)},
+		{"zk_open_file_descriptor_count", fmt.Sprint(openFDs())},
+		{"zk_uptime", fmt.Sprint(time.Since(s.started).Milliseconds())},
+	}
+	var b strings.Builder
+	for _, l := range lines {
+		fmt.Fprintf(&b, "%s\t%s\n", l[0], l[1])
+	}
+	return b.String()
+}
+
+func (s *Server) envi() string {
+	host, _ := os.Hostname()
+	wd, _ := os.Getwd()
+	lines := []string{
+		"Environment:",
+		"zookeeper.version=" + Version + ", built on " + buildDate,
+		"host.name=" + host,
+		"go.version=" + runtime.Version(),
+		"os.name=" + runtime.GOOS,
+		"os.arch=" + runtime.GOARCH,
+		"user.dir=" + wd,
+		fmt.Sprintf("os.procs=%d", runtime.NumCPU()),
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+func (s *Server) dump() string {
+	var b strings.Builder
+	s.smu.Lock()
+	infos := s.tracker.Sessions()
+	s.smu.Unlock()
+	b.WriteString("SessionTracker dump:\n")
+	fmt.Fprintf(&b, "Session Sets (%d)/(%d):\n", len(infos), len(infos))
+	for _, in := range infos {
+		fmt.Fprintf(&b, "%s\n", in.ID)
+	}
+	s.mu.RLock()
+	t := s.fsm.Tree()
+	ids := t.EphemeralSessions()
+	fmt.Fprintf(&b, "ephemeral nodes dump:\nSessions with Ephemerals (%d):\n", len(ids))
+	for _, id := range ids {
+		fmt.Fprintf(&b, "%s:\n", session.ID(id))
+		for _, p := range t.Ephemerals(id) {
+			fmt.Fprintf(&b, "\t%s\n", p)
+		}
+	}
+	s.mu.RUnlock()
+	b.WriteString("Connections with Ephemerals (0):\n")
+	return b.String()
+}
+
+func (s *Server) runtime() config.Runtime {
+	snapDir, _ := filepath.Abs(filepath.Join(s.cfg.DataDir, "snap"))
+	walDir, _ := filepath.Abs(filepath.Join(s.cfg.DataLogDir, "wal"))
+	rt := config.Runtime{DataDir: snapDir, DataDirSize: dirSize(snapDir), DataLogDir: walDir, DataLogSize: dirSize(walDir)}
+	if addr := s.Addr(); addr != nil {
+		if tcp, ok := addr.(*net.TCPAddr); ok {
+			rt.ClientPort = tcp.Port
+		}
+	}
+	return rt
+}
+
+func dirSize(dir string) int64 {
+	var total int64
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if info, err := d.Info(); err == nil {
+				total += info.Size()
+			}
+		}
+		return nil
+	})
+	return total
+}
+
+func openFDs() int {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return -1
+	}
+	return len(entries)
+}
+
+var buildDate = "1970-01-01 00:00 UTC"

@@ -1,0 +1,75 @@
+package server
+
+import (
+	"context"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"github.com/collie-io/collie/server/fsm"
+	"github.com/collie-io/collie/server/session"
+)
+
+type counters struct {
+	reads, writes atomic.Int64
+}
+
+func splitHostPort(addr string) (string, string, error) { return net.SplitHostPort(addr) }
+
+// expireSessions proposes the closing of every session whose timeout has
+// passed without activity, checking once per tick as ZooKeeper's tracker.
+func (s *Server) expireSessions(ctx context.Context) {
+	t := time.NewTicker(s.cfg.TickTime / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.closing:
+			return
+		case now := <-t.C:
+			s.smu.Lock()
+			expired := s.tracker.Expired(now)
+			s.smu.Unlock()
+			for _, id := range expired {
+				s.log.Info("session expired", "session", id)
+				s.propose(&fsm.Entry{Type: fsm.EntryCloseSession, Session: int64(id)}, nil)
+			}
+		}
+	}
+}
+
+// sweepContainers deletes empty containers and expired TTL nodes, as
+// ZooKeeper's ContainerManager: at most maxPerMinute per minute.
+func (s *Server) sweepContainers(ctx context.Context) {
+	interval := s.cfg.ContainerCheckInterval
+	if interval <= 0 {
+		interval = time.Minute
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.closing:
+			return
+		case now := <-t.C:
+			s.mu.RLock()
+			candidates := s.fsm.Tree().Candidates(now.UnixMilli())
+			s.mu.RUnlock()
+			limit := s.cfg.ContainerMaxPerMinute
+			if limit > 0 {
+				limit = max(1, int(int64(limit)*int64(interval)/int64(time.Minute)))
+			}
+			for i, path := range candidates {
+				if limit > 0 && i >= limit {
+					break
+				}
+				s.propose(&fsm.Entry{Type: fsm.EntryDeleteContainer, Body: []byte(path), Time: now.UnixMilli()}, nil)
+			}
+		}
+	}
+}
+
+var _ = session.ID(0)

@@ -1,0 +1,20 @@
+// Package replication owns the raft node of a Collie server: the
+// go.etcd.io/raft/v3 RawNode, the goroutine that drives it, the batching of
+// proposals, and the order in which a Ready is made durable, applied and
+// acknowledged.
+//
+// One goroutine, run, owns the RawNode. Every Ready is handled in the order
+// that survives a crash at any instant (as etcd's raftexample):
+//
+//  1. a received snapshot is written to disk, then its WAL marker;
+//  2. the hard state and new entries are appended to the WAL with one fsync
+//     (every proposal queued at that moment rides on it: group commit);
+//  3. the entries are appended to the in-memory raft log, and messages sent;
+//  4. committed entries are handed to Apply, in log order;
+//  5. every SnapCount applied entries the state machine is snapshotted and
+//     the log compacted behind it;
+//  6. Advance.
+//
+// A write is acknowledged to its client from Apply, so only after the fsync
+// of step 2 on a quorum.
+package replication

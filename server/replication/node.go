@@ -1,0 +1,457 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+)
+
+// ErrStopped is returned for work handed to a node that has stopped.
+var ErrStopped = errors.New("replication: node stopped")
+
+// Storage is the durable raft log and snapshots.
+type Storage interface {
+	// Load returns the newest snapshot (empty when there is none), the
+	// hard state, and the log entries after the snapshot.
+	Load() (raftpb.Snapshot, raftpb.HardState, []raftpb.Entry, error)
+	// Save appends the hard state and entries durably (one fsync).
+	Save(st raftpb.HardState, ents []raftpb.Entry) error
+	// SaveSnapshot writes a snapshot durably and marks it in the log.
+	SaveSnapshot(snap raftpb.Snapshot) error
+	// Compact drops what the newest snapshot at index makes unneeded.
+	Compact(index uint64) error
+	Close() error
+}
+
+// StateMachine is what the node replicates into.
+type StateMachine interface {
+	// Apply applies committed entries in log order. Entries that are not
+	// normal entries with data (configuration changes, the empty entry of
+	// a new leader) are passed too, so the state machine can count them.
+	Apply(ents []raftpb.Entry)
+	// Snapshot returns the state as of the last applied entry.
+	Snapshot() ([]byte, error)
+	// Restore replaces the state with a snapshot's data.
+	Restore(data []byte) error
+}
+
+// Config configures a Node.
+type Config struct {
+	// ID is this server's id (myid); 1 for a standalone server.
+	ID uint64
+	// Voters are the ids of every voting member, this one included.
+	Voters []uint64
+	// TickInterval is the length of one raft tick.
+	TickInterval time.Duration
+	// ElectionTicks and HeartbeatTicks are raft's timeouts in ticks.
+	ElectionTicks, HeartbeatTicks int
+	// SnapCount is the number of applied entries between snapshots.
+	SnapCount uint64
+	// MaxBatch bounds the proposals taken into one Ready.
+	MaxBatch int
+	Storage  Storage
+	FSM      StateMachine
+	Logger   *slog.Logger
+}
+
+// Node is a running raft member.
+type Node struct {
+	cfg  Config
+	log  *slog.Logger
+	rn   *raft.RawNode
+	mem  *raft.MemoryStorage
+	conf raftpb.ConfState
+
+	propc  chan proposal
+	readc  chan readRequest
+	stopc  chan struct{}
+	donec  chan struct{}
+	leader chan struct{} // closed once this node has been leader
+
+	// Owned by run.
+	applied      uint64
+	snapIndex    uint64
+	pendingReads map[string]readRequest
+	readSeq      uint64
+	wasLeader    bool
+	waiting      []waitingRead
+
+	mu    sync.Mutex
+	state raft.StateType
+	lead  uint64
+	err   error
+
+	stopOnce sync.Once
+}
+
+type proposal struct {
+	data   []byte
+	failed func(error)
+}
+
+type readRequest struct {
+	done func(index uint64, err error)
+}
+
+// Start restores the node from storage, replaying snapshot and log into the
+// state machine, and starts its goroutine.
+func Start(cfg Config) (*Node, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxBatch <= 0 {
+		cfg.MaxBatch = 4096
+	}
+	n := &Node{
+		cfg:          cfg,
+		log:          cfg.Logger,
+		mem:          raft.NewMemoryStorage(),
+		propc:        make(chan proposal, cfg.MaxBatch),
+		readc:        make(chan readRequest, 256),
+		stopc:        make(chan struct{}),
+		donec:        make(chan struct{}),
+		leader:       make(chan struct{}),
+		pendingReads: make(map[string]readRequest),
+	}
+	snap, st, ents, err := cfg.Storage.Load()
+	if err != nil {
+		return nil, fmt.Errorf("replication: load storage: %w", err)
+	}
+	fresh := raft.IsEmptySnap(snap) && raft.IsEmptyHardState(st) && len(ents) == 0
+	if !raft.IsEmptySnap(snap) {
+		if err := cfg.FSM.Restore(snap.Data); err != nil {
+			return nil, fmt.Errorf("replication: restore snapshot at %d: %w", snap.Metadata.Index, err)
+		}
+		if err := n.mem.ApplySnapshot(snap); err != nil {
+			return nil, fmt.Errorf("replication: %w", err)
+		}
+		n.applied = snap.Metadata.Index
+		n.snapIndex = snap.Metadata.Index
+		n.conf = snap.Metadata.ConfState
+	}
+	if !raft.IsEmptyHardState(st) {
+		if err := n.mem.SetHardState(st); err != nil {
+			return nil, fmt.Errorf("replication: %w", err)
+		}
+	}
+	if err := n.mem.Append(ents); err != nil {
+		return nil, fmt.Errorf("replication: %w", err)
+	}
+	rc := &raft.Config{
+		ID:                        cfg.ID,
+		ElectionTick:              cfg.ElectionTicks,
+		HeartbeatTick:             cfg.HeartbeatTicks,
+		Storage:                   n.mem,
+		Applied:                   n.applied,
+		MaxSizePerMsg:             1 << 20,
+		MaxCommittedSizePerReady:  64 << 20,
+		MaxUncommittedEntriesSize: 1 << 30,
+		MaxInflightMsgs:           256,
+		CheckQuorum:               true,
+		PreVote:                   true,
+		Logger:                    newRaftLogger(cfg.Logger),
+	}
+	rn, err := raft.NewRawNode(rc)
+	if err != nil {
+		return nil, fmt.Errorf("replication: %w", err)
+	}
+	n.rn = rn
+	if fresh {
+		peers := make([]raft.Peer, len(cfg.Voters))
+		for i, id := range cfg.Voters {
+			peers[i] = raft.Peer{ID: id}
+		}
+		if err := rn.Bootstrap(peers); err != nil {
+			return nil, fmt.Errorf("replication: bootstrap: %w", err)
+		}
+	}
+	if len(cfg.Voters) == 1 && cfg.Voters[0] == cfg.ID {
+		// Alone, there is no one to wait for: become leader now rather
+		// than after an election timeout.
+		if err := rn.Campaign(); err != nil {
+			return nil, fmt.Errorf("replication: campaign: %w", err)
+		}
+	}
+	go n.run()
+	return n, nil
+}
+
+// Propose hands data to raft. It does not wait for the entry to commit:
+// the entry reaches the state machine's Apply when it does. failed is
+// called, from the node's goroutine, if the proposal is dropped (no leader,
+// node stopping).
+func (n *Node) Propose(data []byte, failed func(error)) {
+	select {
+	case n.propc <- proposal{data: data, failed: failed}:
+	case <-n.donec:
+		failed(ErrStopped)
+	}
+}
+
+// ReadIndex asks for the commit index as of now, confirmed by a quorum;
+// done is called with it once the local state machine has applied at least
+// that far (the point a sync or a linearizable read may be answered).
+func (n *Node) ReadIndex(done func(index uint64, err error)) {
+	select {
+	case n.readc <- readRequest{done: done}:
+	case <-n.donec:
+		done(0, ErrStopped)
+	}
+}
+
+// WaitLeader blocks until this node has been elected leader.
+func (n *Node) WaitLeader(ctx context.Context) error {
+	select {
+	case <-n.leader:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-n.donec:
+		return n.Err()
+	}
+}
+
+// IsLeader reports whether this node is the leader now.
+func (n *Node) IsLeader() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.state == raft.StateLeader
+}
+
+// Err returns the error that stopped the node, if any.
+func (n *Node) Err() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.err
+}
+
+// Done is closed when the node's goroutine has exited.
+func (n *Node) Done() <-chan struct{} { return n.donec }
+
+// Stop stops the node and waits for its goroutine to exit. It is safe to
+// call more than once.
+func (n *Node) Stop() {
+	n.stopOnce.Do(func() { close(n.stopc) })
+	<-n.donec
+}
+
+func (n *Node) fail(err error) {
+	n.mu.Lock()
+	if n.err == nil {
+		n.err = err
+	}
+	n.mu.Unlock()
+}
+
+func (n *Node) run() {
+	defer close(n.donec)
+	defer n.cfg.Storage.Close()
+	ticker := time.NewTicker(n.cfg.TickInterval)
+	defer ticker.Stop()
+	var dropped []proposal
+	for {
+		select {
+		case <-n.stopc:
+			n.failPending(ErrStopped)
+			return
+		case <-ticker.C:
+			n.rn.Tick()
+		case p := <-n.propc:
+			dropped = n.propose(p, dropped)
+			// Take every proposal already queued: they share one fsync.
+		drain:
+			for range n.cfg.MaxBatch {
+				select {
+				case p := <-n.propc:
+					dropped = n.propose(p, dropped)
+				default:
+					break drain
+				}
+			}
+		case r := <-n.readc:
+			n.readSeq++
+			ctx := fmt.Appendf(nil, "%d", n.readSeq)
+			n.pendingReads[string(ctx)] = r
+			n.rn.ReadIndex(ctx)
+		}
+		for _, p := range dropped {
+			p.failed(raft.ErrProposalDropped)
+		}
+		dropped = dropped[:0]
+		for n.rn.HasReady() {
+			if err := n.handleReady(n.rn.Ready()); err != nil {
+				n.log.Error("replication stopped", "err", err)
+				n.fail(err)
+				n.failPending(err)
+				return
+			}
+		}
+	}
+}
+
+func (n *Node) propose(p proposal, dropped []proposal) []proposal {
+	if err := n.rn.Propose(p.data); err != nil {
+		return append(dropped, p)
+	}
+	return dropped
+}
+
+func (n *Node) failPending(err error) {
+	for {
+		select {
+		case p := <-n.propc:
+			p.failed(err)
+		case r := <-n.readc:
+			r.done(0, err)
+		default:
+			for k, r := range n.pendingReads {
+				r.done(0, err)
+				delete(n.pendingReads, k)
+			}
+			return
+		}
+	}
+}
+
+func (n *Node) handleReady(rd raft.Ready) error {
+	if rd.SoftState != nil {
+		n.mu.Lock()
+		n.state, n.lead = rd.SoftState.RaftState, rd.SoftState.Lead
+		n.mu.Unlock()
+		if rd.SoftState.RaftState == raft.StateLeader && !n.wasLeader {
+			n.wasLeader = true
+			close(n.leader)
+			n.log.Info("elected leader", "id", n.cfg.ID, "term", n.rn.Status().Term)
+		}
+	}
+	if !raft.IsEmptySnap(rd.Snapshot) {
+		if err := n.cfg.Storage.SaveSnapshot(rd.Snapshot); err != nil {
+			return fmt.Errorf("save received snapshot: %w", err)
+		}
+	}
+	if err := n.cfg.Storage.Save(rd.HardState, rd.Entries); err != nil {
+		return fmt.Errorf("save log: %w", err)
+	}
+	if !raft.IsEmptySnap(rd.Snapshot) {
+		if err := n.mem.ApplySnapshot(rd.Snapshot); err != nil {
+			return fmt.Errorf("apply snapshot to raft log: %w", err)
+		}
+		if err := n.cfg.FSM.Restore(rd.Snapshot.Data); err != nil {
+			return fmt.Errorf("restore snapshot: %w", err)
+		}
+		n.applied = rd.Snapshot.Metadata.Index
+		n.snapIndex = rd.Snapshot.Metadata.Index
+		n.conf = rd.Snapshot.Metadata.ConfState
+	}
+	if err := n.mem.Append(rd.Entries); err != nil {
+		return fmt.Errorf("append to raft log: %w", err)
+	}
+	// Messages to peers go out after the local append, as raft requires.
+	// A standalone node has none.
+	if len(rd.CommittedEntries) > 0 {
+		for _, e := range rd.CommittedEntries {
+			if e.Type == raftpb.EntryConfChange || e.Type == raftpb.EntryConfChangeV2 {
+				var cc raftpb.ConfChangeI
+				if e.Type == raftpb.EntryConfChange {
+					var c raftpb.ConfChange
+					if err := c.Unmarshal(e.Data); err != nil {
+						return fmt.Errorf("decode conf change at %d: %w", e.Index, err)
+					}
+					cc = c
+				} else {
+					var c raftpb.ConfChangeV2
+					if err := c.Unmarshal(e.Data); err != nil {
+						return fmt.Errorf("decode conf change at %d: %w", e.Index, err)
+					}
+					cc = c
+				}
+				n.conf = *n.rn.ApplyConfChange(cc)
+			}
+		}
+		n.cfg.FSM.Apply(rd.CommittedEntries)
+		n.applied = rd.CommittedEntries[len(rd.CommittedEntries)-1].Index
+	}
+	for _, rs := range rd.ReadStates {
+		if r, ok := n.pendingReads[string(rs.RequestCtx)]; ok {
+			delete(n.pendingReads, string(rs.RequestCtx))
+			// Committed entries up to rs.Index are applied by the time
+			// this Ready is done only if applied has reached it; with a
+			// single state machine goroutine that is the case once the
+			// entries of this and earlier Readies are applied.
+			if n.applied >= rs.Index {
+				r.done(rs.Index, nil)
+			} else {
+				n.waitApplied(rs.Index, r)
+			}
+		}
+	}
+	n.releaseWaitingReads()
+	if err := n.maybeSnapshot(); err != nil {
+		return err
+	}
+	n.rn.Advance(rd)
+	return nil
+}
+
+// waitingReads are reads whose index is committed but not yet applied.
+type waitingRead struct {
+	index uint64
+	r     readRequest
+}
+
+func (n *Node) waitApplied(index uint64, r readRequest) {
+	n.waiting = append(n.waiting, waitingRead{index, r})
+}
+
+func (n *Node) releaseWaitingReads() {
+	kept := n.waiting[:0]
+	for _, w := range n.waiting {
+		if n.applied >= w.index {
+			w.r.done(w.index, nil)
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	n.waiting = kept
+}
+
+func (n *Node) maybeSnapshot() error {
+	if n.cfg.SnapCount == 0 || n.applied-n.snapIndex < n.cfg.SnapCount {
+		return nil
+	}
+	start := time.Now()
+	data, err := n.cfg.FSM.Snapshot()
+	if err != nil {
+		return fmt.Errorf("snapshot state machine: %w", err)
+	}
+	snap, err := n.mem.CreateSnapshot(n.applied, &n.conf, data)
+	if err != nil {
+		return fmt.Errorf("create snapshot at %d: %w", n.applied, err)
+	}
+	if err := n.cfg.Storage.SaveSnapshot(snap); err != nil {
+		return fmt.Errorf("save snapshot at %d: %w", n.applied, err)
+	}
+	// Keep some entries behind the snapshot so a slightly lagging
+	// follower catches up from the log rather than by snapshot.
+	compactTo := n.applied
+	if keep := n.cfg.SnapCount / 10; compactTo > keep {
+		compactTo -= keep
+	}
+	if compactTo > n.snapIndex {
+		if err := n.mem.Compact(compactTo); err != nil && !errors.Is(err, raft.ErrCompacted) {
+			return fmt.Errorf("compact raft log to %d: %w", compactTo, err)
+		}
+	}
+	if err := n.cfg.Storage.Compact(n.applied); err != nil {
+		n.log.Warn("cannot purge old log and snapshot files", "err", err)
+	}
+	n.snapIndex = n.applied
+	n.log.Info("snapshot saved", "index", n.applied, "bytes", len(data), "took", time.Since(start))
+	return nil
+}

@@ -1,0 +1,428 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"go.etcd.io/raft/v3/raftpb"
+
+	"github.com/collie-io/collie/proto"
+	"github.com/collie-io/collie/server/config"
+	"github.com/collie-io/collie/server/conn"
+	"github.com/collie-io/collie/server/fsm"
+	"github.com/collie-io/collie/server/replication"
+	"github.com/collie-io/collie/server/session"
+	"github.com/collie-io/collie/server/storage"
+	"github.com/collie-io/collie/server/watch"
+)
+
+// ErrServerClosed is returned by Run after Shutdown.
+var ErrServerClosed = errors.New("server: closed")
+
+// Server is one Collie server.
+type Server struct {
+	cfg     config.Config
+	log     *slog.Logger
+	id      uint64
+	secret  []byte
+	started time.Time
+
+	// mu guards fsm. The raft goroutine writes; connections read.
+	mu  sync.RWMutex
+	fsm *fsm.FSM
+
+	// wmu guards watches.
+	wmu     sync.Mutex
+	watches *watch.Registry[*conn.Conn]
+
+	node *replication.Node
+	ids  *session.Generator
+
+	// smu guards the fields below it.
+	smu       sync.Mutex
+	tracker   *session.Tracker
+	conns     map[*conn.Conn]struct{}
+	bySession map[int64]*conn.Conn
+	perIP     map[string]int
+	waiters   map[uint64]func(fsm.Result)
+	reqSeq    uint64
+
+	ln       net.Listener
+	lnReady  chan struct{}
+	closing  chan struct{}
+	closeMu  sync.Once
+	wg       sync.WaitGroup
+	counters counters
+	latency  latency
+}
+
+// New opens the data directory, replays snapshot and log into the state
+// machine, and starts raft. It does not listen yet: Run does.
+func New(cfg config.Config, logger *slog.Logger) (*Server, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{
+		cfg:       cfg,
+		log:       logger,
+		id:        max(cfg.ServerID, 1),
+		started:   time.Now(),
+		fsm:       fsm.New(fsm.Options{ExtendedTypes: cfg.ExtendedTypesEnabled}),
+		watches:   watch.New[*conn.Conn](),
+		conns:     make(map[*conn.Conn]struct{}),
+		bySession: make(map[int64]*conn.Conn),
+		perIP:     make(map[string]int),
+		waiters:   make(map[uint64]func(fsm.Result)),
+		lnReady:   make(chan struct{}),
+		closing:   make(chan struct{}),
+	}
+	s.tracker = session.NewTracker(cfg.TickTime, s.started)
+	s.ids = session.NewGenerator(cfg.ServerID, s.started)
+	for _, dir := range []string{cfg.DataDir, cfg.DataLogDir} {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return nil, fmt.Errorf("server: create data directory: %w", err)
+		}
+	}
+	secret, err := loadSecret(filepath.Join(cfg.DataDir, "secret"))
+	if err != nil {
+		return nil, err
+	}
+	s.secret = secret
+	disk, err := storage.OpenDisk(filepath.Join(cfg.DataLogDir, "wal"), filepath.Join(cfg.DataDir, "snap"), cfg.AutopurgeSnapRetainCount, logger)
+	if err != nil {
+		return nil, fmt.Errorf("server: open storage: %w", err)
+	}
+	node, err := replication.Start(replication.Config{
+		ID:             s.id,
+		Voters:         []uint64{s.id},
+		TickInterval:   cfg.TickTime / 10,
+		ElectionTicks:  10,
+		HeartbeatTicks: 1,
+		SnapCount:      uint64(cfg.SnapCount),
+		Storage:        disk,
+		FSM:            (*stateMachine)(s),
+		Logger:         logger,
+	})
+	if err != nil {
+		disk.Close()
+		return nil, fmt.Errorf("server: start raft: %w", err)
+	}
+	s.node = node
+	// Sessions alive before a restart get a fresh full timeout to
+	// reconnect, as ZooKeeper gives them after a leader change.
+	now := time.Now()
+	s.mu.RLock()
+	for _, sess := range s.fsm.Sessions() {
+		s.tracker.Add(session.ID(sess.ID), time.Duration(sess.Timeout)*time.Millisecond, now)
+	}
+	s.mu.RUnlock()
+	return s, nil
+}
+
+// loadSecret reads the secret that session passwords are derived from,
+// creating it on first start. It must not change while sessions live, so
+// it is kept beside the data.
+func loadSecret(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err == nil && len(b) == 32 {
+		return b, nil
+	}
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("server: read session secret: %w", err)
+	}
+	b = make([]byte, 32)
+	rand.Read(b)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return nil, fmt.Errorf("server: write session secret: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return nil, fmt.Errorf("server: write session secret: %w", err)
+	}
+	return b, nil
+}
+
+// Addr returns the client listener's address once Run has started
+// listening, or nil.
+func (s *Server) Addr() net.Addr {
+	select {
+	case <-s.lnReady:
+		return s.ln.Addr()
+	default:
+		return nil
+	}
+}
+
+// Ready is closed once the server accepts clients.
+func (s *Server) Ready() <-chan struct{} { return s.lnReady }
+
+// Run listens on the client port and serves until ctx ends or Shutdown is
+// called.
+func (s *Server) Run(ctx context.Context) error {
+	if err := s.node.WaitLeader(ctx); err != nil {
+		return fmt.Errorf("server: wait for leadership: %w", err)
+	}
+	addr := net.JoinHostPort(s.cfg.ClientPortAddress, fmt.Sprint(s.cfg.ClientPort))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("server: listen on client port: %w", err)
+	}
+	s.ln = ln
+	close(s.lnReady)
+	s.log.Info("serving clients", "addr", ln.Addr().String(), "data_dir", s.cfg.DataDir)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s.wg.Go(func() { s.expireSessions(ctx) })
+	s.wg.Go(func() { s.sweepContainers(ctx) })
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-s.closing:
+		case <-s.node.Done():
+		}
+		ln.Close()
+	}()
+	var delay time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			select {
+			case <-s.closing:
+				return ErrServerClosed
+			default:
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if nerr := s.node.Err(); nerr != nil {
+				return fmt.Errorf("server: raft stopped: %w", nerr)
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				time.Sleep(delay)
+				continue
+			}
+			return fmt.Errorf("server: accept: %w", err)
+		}
+		delay = 0
+		if !s.admit(nc) {
+			continue
+		}
+		s.wg.Go(func() {
+			conn.Serve(ctx, nc, s, conn.Config{
+				MaxBuffer: s.cfg.JuteMaxBuffer,
+				Logger:    s.log,
+				Observe:   s.latency.observe,
+				Received:  s.latency.packet,
+			})
+			s.release(nc)
+		})
+	}
+}
+
+// admit enforces maxClientCnxns per client address.
+func (s *Server) admit(nc net.Conn) bool {
+	host, _, _ := net.SplitHostPort(nc.RemoteAddr().String())
+	s.smu.Lock()
+	defer s.smu.Unlock()
+	if limit := s.cfg.MaxClientCnxns; limit > 0 && s.perIP[host] >= limit {
+		s.log.Warn("too many connections from one address", "addr", host, "max", limit)
+		nc.Close()
+		return false
+	}
+	s.perIP[host]++
+	return true
+}
+
+func (s *Server) release(nc net.Conn) {
+	host, _, _ := net.SplitHostPort(nc.RemoteAddr().String())
+	s.smu.Lock()
+	defer s.smu.Unlock()
+	if s.perIP[host]--; s.perIP[host] <= 0 {
+		delete(s.perIP, host)
+	}
+}
+
+// Shutdown stops accepting clients, closes every connection (their
+// sessions stay valid for reconnecting to a restarted server) and stops
+// raft. It returns ctx.Err() if ctx ends first.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.closeMu.Do(func() { close(s.closing) })
+	if s.ln != nil {
+		s.ln.Close()
+	}
+	s.smu.Lock()
+	for c := range s.conns {
+		c.Close()
+	}
+	s.smu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		s.node.Stop()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// propose wraps and proposes an entry; done receives its result, or a
+// ConnectionLoss result if the entry cannot be proposed.
+func (s *Server) propose(e *fsm.Entry, done func(fsm.Result)) {
+	s.smu.Lock()
+	s.reqSeq++
+	e.ReqID = s.reqSeq
+	if done != nil {
+		s.waiters[e.ReqID] = done
+	}
+	s.smu.Unlock()
+	e.Origin = s.id
+	if e.Time == 0 {
+		e.Time = time.Now().UnixMilli()
+	}
+	id := e.ReqID
+	s.node.Propose(e.Marshal(), func(err error) {
+		s.smu.Lock()
+		w := s.waiters[id]
+		delete(s.waiters, id)
+		s.smu.Unlock()
+		if w != nil {
+			w(fsm.Result{Err: proto.ErrConnectionLoss})
+		}
+	})
+}
+
+// stateMachine is the Server as raft's state machine.
+type stateMachine Server
+
+func (sm *stateMachine) Apply(ents []raftpb.Entry) {
+	s := (*Server)(sm)
+	type completion struct {
+		done func(fsm.Result)
+		res  fsm.Result
+	}
+	var completions []completion
+	// closed are sessions ended by expiry or by another server: their
+	// local connection, if any, is dropped. A session closed by its own
+	// client's request is answered and closed by its connection.
+	var closed []int64
+	var ended []int64
+	var opened []fsm.Entry
+	s.mu.Lock()
+	for _, ent := range ents {
+		if ent.Type != raftpb.EntryNormal || len(ent.Data) == 0 {
+			s.fsm.Skip(ent.Index)
+			continue
+		}
+		e, err := fsm.UnmarshalEntry(ent.Data)
+		if err != nil {
+			// Applying what we cannot read would diverge from the other
+			// replicas: stop here, loudly.
+			s.mu.Unlock()
+			panic(fmt.Sprintf("server: entry %d: %v", ent.Index, err))
+		}
+		res := s.fsm.Apply(ent.Index, e)
+		if len(res.Events) > 0 {
+			s.notify(res)
+		}
+		switch e.Type {
+		case fsm.EntryCreateSession:
+			opened = append(opened, *e)
+		}
+		var w func(fsm.Result)
+		if e.Origin == s.id && e.ReqID != 0 {
+			s.smu.Lock()
+			w = s.waiters[e.ReqID]
+			delete(s.waiters, e.ReqID)
+			s.smu.Unlock()
+			if w != nil {
+				completions = append(completions, completion{w, res})
+			}
+		}
+		if res.Closed != 0 {
+			ended = append(ended, res.Closed)
+			if w == nil {
+				closed = append(closed, res.Closed)
+			}
+		}
+	}
+	s.mu.Unlock()
+	if len(opened) > 0 || len(ended) > 0 {
+		now := time.Now()
+		s.smu.Lock()
+		for _, e := range opened {
+			s.tracker.Add(session.ID(e.Session), time.Duration(e.Timeout)*time.Millisecond, now)
+		}
+		for _, id := range ended {
+			s.tracker.Remove(session.ID(id))
+		}
+		var toClose []*conn.Conn
+		for _, id := range closed {
+			if c := s.bySession[id]; c != nil {
+				toClose = append(toClose, c)
+			}
+		}
+		s.smu.Unlock()
+		for _, c := range toClose {
+			c.Close()
+		}
+	}
+	for _, c := range completions {
+		c.done(c.res)
+	}
+}
+
+// notify queues the watch events of one applied entry. Called with mu held.
+func (s *Server) notify(res fsm.Result) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	for _, ev := range res.Events {
+		for _, d := range s.watches.Trigger(ev.Type, ev.Path) {
+			d.Watcher.Notify(d.Event, res.Zxid)
+		}
+	}
+}
+
+func (sm *stateMachine) Snapshot() ([]byte, error) {
+	s := (*Server)(sm)
+	var buf bytesBuffer
+	s.mu.RLock()
+	err := s.fsm.Save(&buf)
+	s.mu.RUnlock()
+	return buf.b, err
+}
+
+func (sm *stateMachine) Restore(data []byte) error {
+	s := (*Server)(sm)
+	f, err := fsm.Restore(fsm.Options{ExtendedTypes: s.cfg.ExtendedTypesEnabled}, data)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.fsm = f
+	s.mu.Unlock()
+	return nil
+}
+
+type bytesBuffer struct{ b []byte }
+
+func (w *bytesBuffer) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	return len(p), nil
+}

@@ -1,0 +1,153 @@
+/*
+Package storage owns the files that make a raft node durable: the write-ahead
+log (WAL) of raft entries and HardState, the snapshot files, and the purging
+of both.
+
+# Using it
+
+A server keeps a WAL directory and a snapshot directory. On first start it
+creates the WAL; metadata is stored at the head of every segment and comes
+back from ReadAll:
+
+	w, err := storage.Create(logger, walDir, metadata)
+
+On a restart it finds the newest snapshot that the WAL also knows about, opens
+the WAL at that snapshot and reads everything after it:
+
+	marks, err := storage.ValidSnapshotEntries(walDir)
+	snap, err := snapshotter.LoadNewestAvailable(marks) // ErrNoSnapshot: start from WALSnapshot{}
+	w, err := storage.Open(logger, walDir, storage.WALSnapshot{Index: snap.Metadata.Index, Term: snap.Metadata.Term})
+	metadata, hardState, entries, err := w.ReadAll()
+
+ReadAll must be called before anything is appended. Then, for every raft
+Ready, in this order (the order survives a crash at any point):
+
+ 1. if the Ready carries a snapshot: snapshotter.Save(rd.Snapshot), then
+    w.SaveSnapshot(mark). The snapshot file comes first so that a WAL
+    snapshot record never points at a file that does not exist; an orphaned
+    snapshot file is harmless, LoadNewestAvailable ignores it.
+ 2. w.Save(rd.HardState, rd.Entries): everything raft handed over at once,
+    made durable with one fsync (group commit). Only after Save returns may
+    messages be sent or entries acknowledged.
+ 3. send, apply, Advance.
+
+After the state machine has been snapshotted locally, the same two calls as
+in step 1 record it, and the old files go:
+
+	oldest, err := snapshotter.Purge(retain) // autopurge.snapRetainCount
+	err = w.PurgeTo(oldest)
+
+PurgeTo keeps every segment needed to replay from the oldest retained
+snapshot, so a corrupt newest snapshot can still be skipped on restart.
+
+A WAL is safe for use by several goroutines, but appends are meant to come
+from the one goroutine that owns the raft node. After a failed write or fsync
+the WAL refuses further appends and returns the first error again: after a
+failed fsync the kernel may have dropped the unwritten pages, so the only safe
+course is to stop and recover from the files on restart.
+
+# WAL directory
+
+The WAL is a sequence of segment files named
+
+	%016x-%016x.wal   (sequence number, raft index)
+
+The first segment is 0000000000000000-0000000000000000.wal. The sequence
+number grows by one per segment, without gaps. The raft index is the index of
+the first entry the segment was opened for (the last index written so far, or
+of a later snapshot record, plus one), so the segment holding a snapshot's
+index is the last one whose index is not above it. A segment is cut once it
+holds at least 64 MiB, after the Save that crossed the limit. The new segment
+is written under a .tmp name, fsynced, renamed into place and the directory
+fsynced, so a segment either exists whole or not at all; stale .tmp files are
+removed by Open. Segments are preallocated to 64 MiB where the file system
+supports it, so appends do not grow the file; a cut truncates the old segment
+to its records first. The directory is locked (flock) while a WAL is open, so
+a second writer, in this process or another, fails with ErrLocked.
+
+Create builds the first segment in a sibling directory named <dir>.tmp and
+renames it into place, so a WAL directory either has a valid first segment or
+does not exist.
+
+# Records
+
+A segment is a stream of records, each 8-byte aligned:
+
+	offset 0   length   uint64, little endian: n, the body length in bytes (n >= 5).
+	                    The top 8 bits are zero. A length of 0 ends the segment
+	                    (preallocated space).
+	offset 8   checksum uint32, little endian (see below)
+	offset 12  type     uint8
+	offset 13  data     n-5 bytes
+	           padding  zero bytes up to the next multiple of 8
+
+The alignment keeps the length word inside one disk sector, so a crash never
+leaves half a length. Record types and their data:
+
+	1 metadata  the bytes given to Create; repeated at the head of every segment
+	2 entry     a raftpb.Entry in protobuf encoding
+	3 state     a raftpb.HardState in protobuf encoding
+	4 crc       uint32, little endian: the checksum of the record before this one
+	5 snapshot  index uint64, term uint64, little endian: a snapshot was saved
+
+Every segment starts with a crc record, then a metadata record; the first
+segment then has a snapshot record for index 0, term 0 (so a WAL can be opened
+before any snapshot exists), later segments the last HardState written before
+the cut (so reading from a later segment does not lose it).
+
+# Checksums
+
+The checksum is CRC-32C (Castagnoli) over the type byte and the data,
+seeded with the checksum of the previous record, so the chain covers every
+record of every segment in order:
+
+	sum(r) = crc32c(seed, type || data)
+	seed   = sum(previous record), or for a crc record the value it carries
+
+A reader that starts in the middle of the log (after old segments were
+purged) takes its seed from the crc record at the head of the first segment it
+reads; when it already has a chain, a crc record that disagrees with it is a
+checksum mismatch. A segment that lost its last records therefore cannot go
+unnoticed: the next segment's crc record no longer matches.
+
+# Crashes and corruption
+
+Records are written with pwrite in whole 4 KiB pages, except for the last,
+partial page of each Save, which is written just before the fsync. A crash
+therefore leaves the unsynced tail of the last segment either cut short or
+zero from a sector (512 byte) boundary on. ReadAll treats as a torn write,
+and silently drops together with everything after it:
+
+  - a record that runs past the end of the file;
+  - a record whose checksum does not match and that contains a whole
+    512-byte-aligned run of zero bytes.
+
+Neither was acknowledged, since Save had not returned. It truncates the last
+segment after the last good record before appending. Any other checksum
+mismatch, a malformed record, a gap in the entry indexes or a torn record in
+a segment other than the last is corruption: ReadAll fails with an error that
+matches ErrCorrupt (and ErrCRCMismatch for checksum failures), and the
+operator must restore the member from its peers.
+
+A length or data bound read from disk is checked against the size of the
+file and a 128 MiB record limit before anything is allocated.
+
+# Snapshot files
+
+Snapshots live in their own directory, one file per snapshot, named
+
+	%016x-%016x.snap   (term, index)
+
+so that name order is age order. A file is
+
+	offset 0   magic     "CSNP"
+	offset 4   version   uint32, little endian: 1
+	offset 8   length    uint64, little endian: the payload length
+	offset 16  checksum  uint32, little endian: CRC-32C of the payload
+	offset 20  payload   a raftpb.Snapshot in protobuf encoding
+
+It is written to <name>.tmp, fsynced, renamed into place and the directory
+fsynced. A file that fails its checks on load is renamed to <name>.broken and
+the next older one is tried; the newest broken file is kept for inspection.
+*/
+package storage

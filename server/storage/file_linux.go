@@ -1,0 +1,41 @@
+package storage
+
+import (
+	"errors"
+	"os"
+	"syscall"
+)
+
+// fdatasync flushes a file's data and the metadata needed to read it back,
+// skipping what fsync would add (timestamps).
+func fdatasync(f *os.File) error {
+	for {
+		err := syscall.Fdatasync(int(f.Fd()))
+		if !errors.Is(err, syscall.EINTR) {
+			return err
+		}
+	}
+}
+
+// preallocate extends f to size bytes of allocated zeros, so appends neither
+// grow the file nor have to allocate blocks at fsync time. File systems that
+// cannot do it leave the file as it is; appends then grow it.
+func preallocate(f *os.File, size int64) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if fi.Size() >= size {
+		return nil
+	}
+	for {
+		err = syscall.Fallocate(int(f.Fd()), 0, 0, size)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	if errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.ENOSYS) {
+		return nil
+	}
+	return err
+}

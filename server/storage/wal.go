@@ -1,0 +1,716 @@
+package storage
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"go.etcd.io/raft/v3/raftpb"
+)
+
+// WALSnapshot is the WAL's record that a snapshot at Index and Term was
+// saved. It is also how Open is told where to start reading.
+type WALSnapshot struct {
+	Index uint64
+	Term  uint64
+}
+
+var (
+	// ErrCorrupt means the files hold something this package did not write
+	// or a crash cannot explain. The member cannot recover on its own; it
+	// must be rebuilt from its peers.
+	ErrCorrupt = errors.New("storage: corrupt data")
+	// ErrCRCMismatch is the ErrCorrupt of a record or file whose checksum
+	// does not match its contents.
+	ErrCRCMismatch = fmt.Errorf("%w: checksum mismatch", ErrCorrupt)
+	// ErrMetadataConflict is the ErrCorrupt of a WAL whose segments carry
+	// different metadata: segments of two logs were mixed.
+	ErrMetadataConflict = fmt.Errorf("%w: conflicting WAL metadata", ErrCorrupt)
+	// ErrSnapshotNotFound is returned by Open and ReadAll when the WAL has
+	// no record of the snapshot it was opened at.
+	ErrSnapshotNotFound = errors.New("storage: snapshot not found in the WAL")
+	// ErrSnapshotMismatch is returned by ReadAll when the WAL recorded a
+	// snapshot at the index it was opened at, but with another term.
+	ErrSnapshotMismatch = errors.New("storage: snapshot term does not match the WAL")
+	// ErrLocked is returned by Create and Open when another WAL has the
+	// directory open.
+	ErrLocked = errors.New("storage: WAL directory is in use")
+	// ErrRecordTooLarge is returned by Save for an entry above 128 MiB;
+	// nothing of that Save was written.
+	ErrRecordTooLarge = errors.New("storage: record too large")
+
+	errClosed = errors.New("storage: WAL is closed")
+	errUnread = errors.New("storage: WAL must be read with ReadAll before it is appended to")
+)
+
+// segmentBytes is the size at which a segment is cut. Tests lower it.
+var segmentBytes int64 = 64 << 20
+
+// syncData makes a segment's appended records durable. Tests count calls.
+var syncData = fdatasync
+
+// slowSync is how long an fsync may take before the WAL warns: beyond it,
+// raft heartbeats and elections start to suffer.
+const slowSync = time.Second
+
+// WAL is the write-ahead log of one raft node. A WAL from Create appends
+// at once; a WAL from Open must first be read to the end with ReadAll.
+type WAL struct {
+	lg           *slog.Logger
+	dir          string
+	dirFile      *os.File // locked while the WAL is open; fsynced after renames and removals
+	segmentBytes int64
+
+	// Set by Open, used by ReadAll.
+	start WALSnapshot
+	segs  []segment
+
+	mu sync.Mutex
+	// The fields below are guarded by mu.
+	metadata []byte
+	// state is the last HardState written. Use: decide whether a Save must
+	// fsync; head every new segment.
+	state raftpb.HardState
+	// lastIndex is the index of the last entry written, or of a snapshot
+	// record above it. Invariant: the next Save starts at or below
+	// lastIndex+1.
+	lastIndex uint64
+	tail      segment
+	enc       *encoder // appends to the tail segment; nil until ReadAll
+	err       error    // the first failed write; the WAL accepts no more
+	closed    bool
+}
+
+// Create makes a WAL in dir, which must not hold one, and returns it ready
+// to append. metadata is stored at the head of every segment and returned
+// by ReadAll. A nil logger discards.
+func Create(lg *slog.Logger, dir string, metadata []byte) (_ *WAL, err error) {
+	if Exist(dir) {
+		return nil, fmt.Errorf("storage: create WAL %s: %w", dir, fs.ErrExist)
+	}
+	if len(metadata) > maxRecordBytes-bodyHeader {
+		return nil, fmt.Errorf("%w: metadata of %d bytes", ErrRecordTooLarge, len(metadata))
+	}
+	// The first segment is built aside and renamed into place, so that a
+	// crash never leaves a WAL directory without one.
+	tmp := filepath.Clean(dir) + tmpSuffix
+	if err := os.RemoveAll(tmp); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(tmp, 0o750); err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+
+	d, err := os.Open(tmp)
+	if err != nil {
+		return nil, err
+	}
+	var f *os.File
+	defer func() {
+		if err != nil {
+			if f != nil {
+				f.Close()
+			}
+			d.Close()
+		}
+	}()
+	// The lock is on the directory itself and survives the rename.
+	if err := lockDir(d); err != nil {
+		return nil, err
+	}
+	first := segment{}
+	if f, err = os.OpenFile(filepath.Join(tmp, first.name()), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err != nil {
+		return nil, err
+	}
+	if err := preallocate(f, segmentBytes); err != nil {
+		return nil, err
+	}
+	enc := newEncoder(f, 0, 0)
+	if err := writeHeader(enc, 0, metadata, nil); err != nil {
+		return nil, err
+	}
+	if err := enc.encodeSnapshot(WALSnapshot{}); err != nil {
+		return nil, err
+	}
+	if err := enc.flush(); err != nil {
+		return nil, err
+	}
+	if err := syncData(f); err != nil {
+		return nil, err
+	}
+	if err := d.Sync(); err != nil {
+		return nil, err
+	}
+	// Replaces dir only if it is an empty directory.
+	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("storage: create WAL: %w", err)
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return nil, err
+	}
+	if err := syncDir(filepath.Dir(filepath.Clean(dir))); err != nil {
+		return nil, err
+	}
+	return &WAL{
+		lg:           logger(lg),
+		dir:          dir,
+		dirFile:      d,
+		segmentBytes: segmentBytes,
+		metadata:     bytes.Clone(metadata),
+		enc:          enc,
+	}, nil
+}
+
+// Open opens the WAL in dir for reading from snap on, then appending. snap
+// is the snapshot the state machine will be restored from, or the zero
+// WALSnapshot when there is none; the WAL must have a record of it (see
+// ValidSnapshotEntries). A nil logger discards.
+func Open(lg *slog.Logger, dir string, snap WALSnapshot) (_ *WAL, err error) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("storage: open WAL: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			d.Close()
+		}
+	}()
+	if err := lockDir(d); err != nil {
+		return nil, err
+	}
+	segs, err := listSegments(dir)
+	if err != nil {
+		return nil, err
+	}
+	if len(segs) == 0 {
+		return nil, fmt.Errorf("storage: open WAL %s: no segments: %w", dir, fs.ErrNotExist)
+	}
+	i := searchIndex(segs, snap.Index)
+	if i < 0 {
+		return nil, fmt.Errorf("%w: index %d precedes the first segment %s", ErrSnapshotNotFound, snap.Index, segs[0].name())
+	}
+	segs = segs[i:]
+	if j := contiguousFrom(segs); j != 0 {
+		return nil, fmt.Errorf("%w: segment %s does not follow %s", ErrCorrupt, segs[j].name(), segs[j-1].name())
+	}
+	if err := removeStaleTemps(dir); err != nil {
+		return nil, err
+	}
+	return &WAL{
+		lg:           logger(lg),
+		dir:          dir,
+		dirFile:      d,
+		segmentBytes: segmentBytes,
+		start:        snap,
+		segs:         segs,
+	}, nil
+}
+
+// ReadAll reads the WAL from the snapshot given to Open to the end and
+// readies it for appending. It returns the metadata, the last HardState and
+// the entries after the snapshot. Where an entry index was written more than
+// once, the last write wins, as raft overwrites uncommitted entries; entries
+// above HardState.Commit may still change. A torn write at the end of the
+// log is dropped and truncated away. ReadAll fails with ErrSnapshotNotFound
+// or ErrSnapshotMismatch when the WAL does not know the snapshot, and with
+// an error matching ErrCorrupt when the log is damaged; after an error the
+// WAL can only be closed.
+func (w *WAL) ReadAll() (metadata []byte, st raftpb.HardState, ents []raftpb.Entry, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil, st, nil, errClosed
+	}
+	if w.segs == nil {
+		return nil, st, nil, errors.New("storage: ReadAll may be called once, on an opened WAL")
+	}
+	segs := w.segs
+	w.segs = nil
+
+	var (
+		match    bool
+		haveMeta bool
+		last     uint64 // see WAL.lastIndex
+		marked   uint64 // highest snapshot record
+	)
+	end, err := replay(w.dir, segs, true, func(t recordType, data []byte) error {
+		switch t {
+		case entryType:
+			var e raftpb.Entry
+			if err := e.Unmarshal(data); err != nil {
+				return fmt.Errorf("%w: entry: %w", ErrCorrupt, err)
+			}
+			if e.Index > w.start.Index {
+				at := e.Index - w.start.Index - 1
+				if at > uint64(len(ents)) {
+					prev := w.start.Index + uint64(len(ents))
+					if marked >= e.Index-1 {
+						// The log was restored from a leader's snapshot
+						// after w.start: only that snapshot can be replayed.
+						return fmt.Errorf("storage: entry %d follows snapshot %d, newer than the one at %d the WAL was opened at", e.Index, marked, w.start.Index)
+					}
+					return fmt.Errorf("%w: entry %d follows entry %d", ErrCorrupt, e.Index, prev)
+				}
+				ents = append(ents[:at], e)
+			}
+			last = e.Index
+		case stateType:
+			var s raftpb.HardState
+			if err := s.Unmarshal(data); err != nil {
+				return fmt.Errorf("%w: hard state: %w", ErrCorrupt, err)
+			}
+			st = s
+		case metadataType:
+			if haveMeta && !bytes.Equal(metadata, data) {
+				return ErrMetadataConflict
+			}
+			if !haveMeta {
+				metadata, haveMeta = bytes.Clone(data), true
+			}
+		case crcType:
+			// Checked by the decoder.
+		case snapshotType:
+			s, err := decodeSnapshot(data)
+			if err != nil {
+				return err
+			}
+			if s.Index == w.start.Index {
+				if s.Term != w.start.Term {
+					return fmt.Errorf("%w: WAL has index %d at term %d, not %d", ErrSnapshotMismatch, s.Index, s.Term, w.start.Term)
+				}
+				match = true
+			}
+			last = max(last, s.Index)
+			marked = max(marked, s.Index)
+		default:
+			return fmt.Errorf("%w: unknown record type %d", ErrCorrupt, t)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, raftpb.HardState{}, nil, fmt.Errorf("storage: read WAL %s: %w", w.dir, err)
+	}
+	if !match {
+		end.f.Close()
+		return nil, raftpb.HardState{}, nil, fmt.Errorf("%w: index %d term %d", ErrSnapshotNotFound, w.start.Index, w.start.Term)
+	}
+	if err := w.prepareTail(end); err != nil {
+		end.f.Close()
+		return nil, raftpb.HardState{}, nil, fmt.Errorf("storage: prepare WAL %s for appending: %w", w.dir, err)
+	}
+	w.metadata, w.state, w.lastIndex = metadata, st, last
+	return metadata, st, ents, nil
+}
+
+// prepareTail makes the last segment ready for appending after its last good
+// record.
+func (w *WAL) prepareTail(end replayEnd) error {
+	fi, err := end.f.Stat()
+	if err != nil {
+		return err
+	}
+	if end.torn {
+		w.lg.Warn("storage: dropped a torn write at the end of the WAL", "segment", end.seg.name(), "offset", end.off)
+	}
+	if fi.Size() > end.off {
+		// Whatever follows the last good record goes, not just a torn one:
+		// a crash can leave bytes beyond a zero length word, and appending
+		// over part of them would turn them into corruption.
+		if err := end.f.Truncate(end.off); err != nil {
+			return err
+		}
+		if err := end.f.Sync(); err != nil {
+			return err
+		}
+	}
+	if err := preallocate(end.f, w.segmentBytes); err != nil {
+		return err
+	}
+	w.tail = end.seg
+	w.enc = newEncoder(end.f, end.off, end.chain)
+	return nil
+}
+
+// Save appends entries and then the HardState, and makes them durable with
+// a single fsync before it returns: pass everything one raft Ready holds in
+// one call. An empty HardState is not written; Save with nothing to write
+// does nothing. A HardState that changes only Commit is not fsynced, as raft
+// allows (a lost commit index is learned again): it reaches the disk with the
+// next fsync. Entries must
+// be consecutive and must not leave a gap after the entries already written;
+// an entry at or below the last one written replaces it and everything after
+// it.
+func (w *WAL) Save(st raftpb.HardState, ents []raftpb.Entry) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.appendable(); err != nil {
+		return err
+	}
+	emptyState := st == raftpb.HardState{}
+	if emptyState && len(ents) == 0 {
+		return nil
+	}
+	if err := w.checkEntries(ents); err != nil {
+		return err
+	}
+	mustSync := len(ents) > 0 || st.Term != w.state.Term || st.Vote != w.state.Vote
+	for i := range ents {
+		if err := w.enc.encodeEntry(&ents[i]); err != nil {
+			return w.fail(err)
+		}
+	}
+	if len(ents) > 0 {
+		w.lastIndex = ents[len(ents)-1].Index
+	}
+	if !emptyState {
+		if err := w.enc.encodeState(&st); err != nil {
+			return w.fail(err)
+		}
+		w.state = st
+	}
+	if w.enc.offset() >= w.segmentBytes {
+		return w.fail(w.cut())
+	}
+	if mustSync {
+		return w.fail(w.sync())
+	}
+	return nil
+}
+
+func (w *WAL) checkEntries(ents []raftpb.Entry) error {
+	if len(ents) > 0 && ents[0].Index > w.lastIndex+1 {
+		return fmt.Errorf("storage: entry %d would leave a gap after entry %d", ents[0].Index, w.lastIndex)
+	}
+	for i := range ents {
+		if i > 0 && ents[i].Index != ents[i-1].Index+1 {
+			return fmt.Errorf("storage: entry %d follows entry %d", ents[i].Index, ents[i-1].Index)
+		}
+		if ents[i].Size() > maxRecordBytes-bodyHeader {
+			return fmt.Errorf("%w: entry %d has %d bytes", ErrRecordTooLarge, ents[i].Index, ents[i].Size())
+		}
+	}
+	return nil
+}
+
+// SaveSnapshot records that a snapshot was saved, and fsyncs. Save the
+// snapshot file first: a record must never point at a missing file.
+func (w *WAL) SaveSnapshot(s WALSnapshot) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.appendable(); err != nil {
+		return err
+	}
+	if err := w.enc.encodeSnapshot(s); err != nil {
+		return w.fail(err)
+	}
+	w.lastIndex = max(w.lastIndex, s.Index)
+	return w.fail(w.sync())
+}
+
+// PurgeTo removes the segments that replaying from a snapshot at index does
+// not need: all those before the segment that holds index. Pass the index of
+// the oldest snapshot kept. The segment being appended to is never removed.
+func (w *WAL) PurgeTo(index uint64) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return errClosed
+	}
+	if w.enc == nil {
+		return errUnread
+	}
+	segs, err := listSegments(w.dir)
+	if err != nil {
+		return fmt.Errorf("storage: purge WAL: %w", err)
+	}
+	removed := 0
+	// Oldest first, so that a crash part way leaves a contiguous log.
+	for _, s := range segs[:max(searchIndex(segs, index), 0)] {
+		if s.seq >= w.tail.seq {
+			break
+		}
+		if err := os.Remove(filepath.Join(w.dir, s.name())); err != nil {
+			return fmt.Errorf("storage: purge WAL: %w", err)
+		}
+		removed++
+	}
+	if removed == 0 {
+		return nil
+	}
+	w.lg.Debug("storage: purged WAL segments", "count", removed, "index", index)
+	if err := w.dirFile.Sync(); err != nil {
+		return fmt.Errorf("storage: purge WAL: %w", err)
+	}
+	return nil
+}
+
+// Close flushes and fsyncs what was appended, and releases the directory.
+func (w *WAL) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil
+	}
+	w.closed = true
+	var errs []error
+	if w.enc != nil {
+		if w.err == nil {
+			errs = append(errs, w.sync())
+		}
+		errs = append(errs, w.enc.f.Close())
+	}
+	errs = append(errs, w.dirFile.Close())
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("storage: close WAL %s: %w", w.dir, err)
+	}
+	return nil
+}
+
+func (w *WAL) appendable() error {
+	switch {
+	case w.closed:
+		return errClosed
+	case w.err != nil:
+		return w.err
+	case w.enc == nil:
+		return errUnread
+	}
+	return nil
+}
+
+// fail makes err, if any, the WAL's permanent state: after a failed write or
+// fsync nothing says which records reached the disk.
+func (w *WAL) fail(err error) error {
+	if err != nil && w.err == nil {
+		w.err = fmt.Errorf("storage: append to WAL %s: %w", w.dir, err)
+	}
+	return w.err
+}
+
+func (w *WAL) sync() error {
+	if err := w.enc.flush(); err != nil {
+		return err
+	}
+	start := time.Now()
+	err := syncData(w.enc.f)
+	if took := time.Since(start); took > slowSync {
+		w.lg.Warn("storage: slow WAL fsync", "took", took)
+	}
+	return err
+}
+
+// cut closes the tail segment and starts the next one.
+func (w *WAL) cut() (err error) {
+	old := w.enc
+	if err := old.flush(); err != nil {
+		return err
+	}
+	// Drop the preallocated space: only the last segment may end in zeros.
+	if err := old.f.Truncate(old.offset()); err != nil {
+		return err
+	}
+	if err := old.f.Sync(); err != nil {
+		return err
+	}
+
+	next := segment{seq: w.tail.seq + 1, index: w.lastIndex + 1}
+	path := filepath.Join(w.dir, next.name())
+	tmp := path + tmpSuffix
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if err := preallocate(f, w.segmentBytes); err != nil {
+		return err
+	}
+	enc := &encoder{f: f, chain: old.chain, buf: old.buf[:0]}
+	var st *raftpb.HardState
+	if w.state != (raftpb.HardState{}) {
+		st = &w.state
+	}
+	if err := writeHeader(enc, old.chain, w.metadata, st); err != nil {
+		return err
+	}
+	if err := enc.flush(); err != nil {
+		return err
+	}
+	if err := syncData(f); err != nil {
+		return err
+	}
+	// The segment appears under its name only once it is complete.
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	if err := w.dirFile.Sync(); err != nil {
+		return err
+	}
+	if err := old.f.Close(); err != nil {
+		w.lg.Warn("storage: close full WAL segment", "segment", w.tail.name(), "err", err)
+	}
+	w.enc, w.tail = enc, next
+	w.lg.Info("storage: started WAL segment", "segment", next.name())
+	return nil
+}
+
+// writeHeader writes the records every segment starts with.
+func writeHeader(enc *encoder, prev uint32, metadata []byte, st *raftpb.HardState) error {
+	if err := enc.encodeCRC(prev); err != nil {
+		return err
+	}
+	if err := enc.encodeBytes(metadataType, metadata); err != nil {
+		return err
+	}
+	if st != nil {
+		return enc.encodeState(st)
+	}
+	return nil
+}
+
+// ValidSnapshotEntries returns the snapshot records of the WAL in dir that a
+// restart may use: those at or below the last committed index, and not older
+// than the oldest segment left. It only reads, so it may run while the WAL is
+// open elsewhere. Hand the result to Snapshotter.LoadNewestAvailable.
+func ValidSnapshotEntries(dir string) ([]WALSnapshot, error) {
+	segs, err := listSegments(dir)
+	if err != nil {
+		return nil, fmt.Errorf("storage: list WAL snapshots: %w", err)
+	}
+	if len(segs) == 0 {
+		return nil, fmt.Errorf("storage: list WAL snapshots in %s: %w", dir, fs.ErrNotExist)
+	}
+	// A crash part way through a purge may leave older segments behind a
+	// gap; only the last contiguous run is the log.
+	segs = segs[contiguousFrom(segs):]
+	var (
+		marks []WALSnapshot
+		st    raftpb.HardState
+	)
+	_, err = replay(dir, segs, false, func(t recordType, data []byte) error {
+		switch t {
+		case snapshotType:
+			s, err := decodeSnapshot(data)
+			if err != nil {
+				return err
+			}
+			marks = append(marks, s)
+		case stateType:
+			var s raftpb.HardState
+			if err := s.Unmarshal(data); err != nil {
+				return fmt.Errorf("%w: hard state: %w", ErrCorrupt, err)
+			}
+			st = s
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("storage: list WAL snapshots in %s: %w", dir, err)
+	}
+	valid := marks[:0]
+	for _, s := range marks {
+		// A snapshot above the commit index was received from a leader but
+		// the HardState that commits it did not reach the disk.
+		if s.Index <= st.Commit && s.Index >= segs[0].index {
+			valid = append(valid, s)
+		}
+	}
+	return valid, nil
+}
+
+// replayEnd is where reading the log stopped.
+type replayEnd struct {
+	f     *os.File // the last segment, open for writing; only when asked for
+	seg   segment
+	off   int64 // just after the last good record
+	chain uint32
+	torn  bool // the last segment ends in a torn write
+}
+
+// replay reads the records of segs in order and hands each to fn. A torn
+// write is tolerated at the end of the last segment only.
+func replay(dir string, segs []segment, keepTail bool, fn func(recordType, []byte) error) (replayEnd, error) {
+	var d decoder
+	for i, s := range segs {
+		last := i == len(segs)-1
+		flag := os.O_RDONLY
+		if last && keepTail {
+			flag = os.O_RDWR
+		}
+		f, err := os.OpenFile(filepath.Join(dir, s.name()), flag, 0)
+		if err != nil {
+			return replayEnd{}, err
+		}
+		torn, err := replaySegment(&d, f, fn)
+		if err == nil && torn && !last {
+			err = fmt.Errorf("%w: record cut short in a full segment", ErrCorrupt)
+		}
+		if err != nil {
+			f.Close()
+			return replayEnd{}, fmt.Errorf("segment %s, record at offset %d: %w", s.name(), d.recOff, err)
+		}
+		if last && keepTail {
+			return replayEnd{f: f, seg: s, off: d.off, chain: d.chain, torn: torn}, nil
+		}
+		f.Close()
+	}
+	return replayEnd{}, nil
+}
+
+func replaySegment(d *decoder, f *os.File, fn func(recordType, []byte) error) (torn bool, err error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return false, err
+	}
+	d.reset(f, fi.Size())
+	for first := true; ; first = false {
+		t, data, err := d.next()
+		switch {
+		case first && (err == io.EOF || err == errTorn):
+			// Segments are complete before they get their names.
+			return false, fmt.Errorf("%w: segment has no header", ErrCorrupt)
+		case err == io.EOF:
+			return false, nil
+		case err == errTorn:
+			return true, nil
+		case err != nil:
+			return false, err
+		case first && t != crcType:
+			return false, fmt.Errorf("%w: segment starts with record type %d", ErrCorrupt, t)
+		}
+		if err := fn(t, data); err != nil {
+			return false, err
+		}
+	}
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func logger(lg *slog.Logger) *slog.Logger {
+	if lg == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return lg
+}
