@@ -145,6 +145,9 @@ func (s *Server) Local(ctx context.Context, c *conn.Conn, op proto.OpCode, req p
 		return conn.Reply{Zxid: s.LastZxid(), Resp: &proto.WhoAmIResponse{ClientInfo: fsm.WhoAmI(auth)}}
 	case proto.OpReconfig:
 		return conn.Reply{Zxid: s.LastZxid(), Err: proto.ErrReconfigDisabled}
+	case proto.OpDeleteContainer:
+		// Only the server's own sweeper deletes containers.
+		return conn.Reply{Zxid: s.LastZxid(), Err: proto.ErrBadArguments}
 	case proto.OpSetWatches, proto.OpSetWatches2:
 		return s.setWatches(c, req)
 	case proto.OpAddWatch:
@@ -153,7 +156,9 @@ func (s *Server) Local(ctx context.Context, c *conn.Conn, op proto.OpCode, req p
 		if r.Mode == proto.AddWatchPersistentRecursive {
 			kind = watch.PersistentRecursive
 		} else if r.Mode != proto.AddWatchPersistent {
-			return conn.Reply{Zxid: s.LastZxid(), Err: proto.ErrBadArguments}
+			// ZooKeeper fails to map an unknown mode and answers with a
+			// marshalling error.
+			return conn.Reply{Zxid: s.LastZxid(), Err: proto.ErrMarshallingError}
 		}
 		s.mu.RLock()
 		s.wmu.Lock()

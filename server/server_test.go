@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/collie-io/collie/collietest"
+	"github.com/collie-io/collie/internal/zkwire"
 	"github.com/collie-io/collie/proto"
 	"github.com/collie-io/collie/server/config"
 )
@@ -137,7 +137,7 @@ func TestSessionExpiryDeletesEphemerals(t *testing.T) {
 	// A raw client that opens a session, creates an ephemeral node and then
 	// goes silent: no pings, so the server must expire it.
 	rc := dialRaw(t, srv.Addr(), 400)
-	rc.call(t, proto.OpCreate, &proto.CreateRequest{Path: "/gone", ACL: []proto.ACL{{Perms: proto.PermAll, ID: proto.ID{Scheme: "world", ID: "anyone"}}}, Flags: proto.ModeEphemeral}, &proto.CreateResponse{})
+	call(t, rc, proto.OpCreate, &proto.CreateRequest{Path: "/gone", ACL: []proto.ACL{{Perms: proto.PermAll, ID: proto.ID{Scheme: "world", ID: "anyone"}}}, Flags: proto.ModeEphemeral}, &proto.CreateResponse{})
 	ok, _, ch, err := observer.ExistsW("/gone")
 	if err != nil || !ok {
 		t.Fatalf("exists: %v %v", ok, err)
@@ -146,10 +146,7 @@ func TestSessionExpiryDeletesEphemerals(t *testing.T) {
 		t.Fatalf("event %+v, want NodeDeleted", ev)
 	}
 	// The silent client's connection is closed by the server.
-	rc.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if _, err := io.ReadAll(rc.nc); err != nil {
-		t.Fatalf("expired connection not closed: %v", err)
-	}
+	expectClosed(t, rc)
 }
 
 func TestWatchFiresBeforeTheData(t *testing.T) {
@@ -221,17 +218,17 @@ func TestRestartKeepsDataAndSessions(t *testing.T) {
 	rc := dialRaw(t, srv.Addr(), 10000)
 	open := []proto.ACL{{Perms: proto.PermAll, ID: proto.ID{Scheme: "world", ID: "anyone"}}}
 	for i := range 50 {
-		rc.call(t, proto.OpCreate, &proto.CreateRequest{Path: fmt.Sprintf("/k%d", i), Data: []byte("v"), ACL: open}, &proto.CreateResponse{})
+		call(t, rc, proto.OpCreate, &proto.CreateRequest{Path: fmt.Sprintf("/k%d", i), Data: []byte("v"), ACL: open}, &proto.CreateResponse{})
 	}
-	rc.call(t, proto.OpCreate, &proto.CreateRequest{Path: "/eph", ACL: open, Flags: proto.ModeEphemeral}, &proto.CreateResponse{})
-	rc.nc.Close()
+	call(t, rc, proto.OpCreate, &proto.CreateRequest{Path: "/eph", ACL: open, Flags: proto.ModeEphemeral}, &proto.CreateResponse{})
+	rc.Close()
 	srv.Restart()
 
 	// The session is still valid: reconnecting with its id and password
 	// works and its ephemeral node is still there.
 	rc2 := redialRaw(t, srv.Addr(), rc)
 	var st proto.ExistsResponse
-	if code := rc2.call(t, proto.OpExists, &proto.ExistsRequest{Path: "/eph"}, &st); code != proto.OK || st.Stat.EphemeralOwner != rc.session {
+	if code := call(t, rc2, proto.OpExists, &proto.ExistsRequest{Path: "/eph"}, &st); code != proto.OK || st.Stat.EphemeralOwner != rc.Session {
 		t.Fatalf("ephemeral after restart: %v %+v", code, st.Stat)
 	}
 	c, _ := connect(t, srv.Addr())
@@ -288,18 +285,18 @@ func TestBadInputClosesOnlyThatConnection(t *testing.T) {
 	cases := map[string]func(t *testing.T){
 		"frame larger than jute.maxbuffer": func(t *testing.T) {
 			rc := dialRaw(t, srv.Addr(), 4000)
-			rc.send(t, []byte{0x7f, 0xff, 0xff, 0xff})
-			rc.expectClosed(t)
+			send(t, rc, []byte{0x7f, 0xff, 0xff, 0xff})
+			expectClosed(t, rc)
 		},
 		"negative length": func(t *testing.T) {
 			rc := dialRaw(t, srv.Addr(), 4000)
-			rc.send(t, []byte{0xff, 0xff, 0xff, 0xf0})
-			rc.expectClosed(t)
+			send(t, rc, []byte{0xff, 0xff, 0xff, 0xf0})
+			expectClosed(t, rc)
 		},
 		"truncated body": func(t *testing.T) {
 			rc := dialRaw(t, srv.Addr(), 4000)
-			rc.send(t, []byte{0, 0, 0, 10, 0, 0, 0, 1, 0, 0, 0, 4, 0, 0}) // getData with half a path length
-			rc.expectClosed(t)
+			send(t, rc, []byte{0, 0, 0, 10, 0, 0, 0, 1, 0, 0, 0, 4, 0, 0}) // getData with half a path length
+			expectClosed(t, rc)
 		},
 		"garbage instead of a connect request": func(t *testing.T) {
 			nc, err := net.Dial("tcp", srv.Addr())
@@ -315,17 +312,17 @@ func TestBadInputClosesOnlyThatConnection(t *testing.T) {
 		},
 		"unknown opcode": func(t *testing.T) {
 			rc := dialRaw(t, srv.Addr(), 4000)
-			if code := rc.call(t, proto.OpCode(77), &proto.SyncRequest{Path: "/"}, nil); code != proto.ErrUnimplemented {
+			if code := call(t, rc, proto.OpCode(77), &proto.SyncRequest{Path: "/"}, nil); code != proto.ErrUnimplemented {
 				t.Fatalf("unknown opcode: %v", code)
 			}
 			// The connection still works.
-			if code := rc.call(t, proto.OpExists, &proto.ExistsRequest{Path: "/alive"}, &proto.ExistsResponse{}); code != proto.OK {
+			if code := call(t, rc, proto.OpExists, &proto.ExistsRequest{Path: "/alive"}, &proto.ExistsResponse{}); code != proto.OK {
 				t.Fatalf("exists after unknown opcode: %v", code)
 			}
 		},
 		"invalid path": func(t *testing.T) {
 			rc := dialRaw(t, srv.Addr(), 4000)
-			if code := rc.call(t, proto.OpCreate, &proto.CreateRequest{Path: "no/slash", ACL: []proto.ACL{{Perms: 31, ID: proto.ID{Scheme: "world", ID: "anyone"}}}}, &proto.CreateResponse{}); code != proto.ErrBadArguments {
+			if code := call(t, rc, proto.OpCreate, &proto.CreateRequest{Path: "noslash", ACL: []proto.ACL{{Perms: 31, ID: proto.ID{Scheme: "world", ID: "anyone"}}}}, &proto.CreateResponse{}); code != proto.ErrBadArguments {
 				t.Fatalf("create with invalid path: %v", code)
 			}
 		},
@@ -350,44 +347,30 @@ func TestBadInputClosesOnlyThatConnection(t *testing.T) {
 	}
 }
 
-// rawClient speaks the protocol byte by byte, for what a normal client
-// would never send.
-type rawClient struct {
-	nc      net.Conn
-	r       *bufio.Reader
-	xid     int32
-	session int64
-	passwd  []byte
-}
-
-func dialRaw(t *testing.T, addr string, timeoutMs int32) *rawClient {
+func dialRaw(t *testing.T, addr string, timeoutMs int32) *zkwire.Conn {
 	t.Helper()
-	return handshake(t, addr, &proto.ConnectRequest{TimeOut: timeoutMs, Passwd: make([]byte, 16)})
-}
-
-func redialRaw(t *testing.T, addr string, old *rawClient) *rawClient {
-	t.Helper()
-	return handshake(t, addr, &proto.ConnectRequest{TimeOut: 10000, SessionID: old.session, Passwd: old.passwd})
-}
-
-func handshake(t *testing.T, addr string, req *proto.ConnectRequest) *rawClient {
-	t.Helper()
-	nc, err := net.Dial("tcp", addr)
+	c, err := zkwire.Dial(addr, timeoutMs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { nc.Close() })
-	rc := &rawClient{nc: nc, r: bufio.NewReader(nc)}
-	writeFrame(t, nc, proto.Marshal(req))
-	var resp proto.ConnectResponse
-	if err := proto.Unmarshal(rc.readFrame(t), &resp); err != nil {
+	t.Cleanup(func() { c.Close() })
+	if c.TimeOut <= 0 {
+		t.Fatalf("session refused")
+	}
+	return c
+}
+
+func redialRaw(t *testing.T, addr string, old *zkwire.Conn) *zkwire.Conn {
+	t.Helper()
+	c, err := zkwire.Handshake(addr, &proto.ConnectRequest{TimeOut: 10000, SessionID: old.Session, Passwd: old.Passwd})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.TimeOut <= 0 {
-		t.Fatalf("session refused: %+v", resp)
+	t.Cleanup(func() { c.Close() })
+	if c.TimeOut <= 0 {
+		t.Fatalf("session %#x refused after restart", old.Session)
 	}
-	rc.session, rc.passwd = resp.SessionID, resp.Passwd
-	return rc
+	return c
 }
 
 func writeFrame(t *testing.T, w io.Writer, b []byte) {
@@ -398,63 +381,27 @@ func writeFrame(t *testing.T, w io.Writer, b []byte) {
 	}
 }
 
-func (rc *rawClient) readFrame(t *testing.T) []byte {
+// call sends one request and returns the reply's error code, decoding the
+// body into resp when the call succeeded.
+func call(t *testing.T, c *zkwire.Conn, op proto.OpCode, req, resp proto.Record) proto.Code {
 	t.Helper()
-	rc.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
-	var lenBuf [4]byte
-	if _, err := io.ReadFull(rc.r, lenBuf[:]); err != nil {
-		t.Fatalf("read frame: %v", err)
+	code, err := c.Do(op, req, resp)
+	if err != nil {
+		t.Fatalf("%v: %v", op, err)
 	}
-	b := make([]byte, binary.BigEndian.Uint32(lenBuf[:]))
-	if _, err := io.ReadFull(rc.r, b); err != nil {
-		t.Fatalf("read frame: %v", err)
-	}
-	return b
+	return code
 }
 
-func (rc *rawClient) send(t *testing.T, b []byte) {
+func send(t *testing.T, c *zkwire.Conn, b []byte) {
 	t.Helper()
-	if _, err := rc.nc.Write(b); err != nil {
+	if _, err := c.NC.Write(b); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func (rc *rawClient) expectClosed(t *testing.T) {
+func expectClosed(t *testing.T, c *zkwire.Conn) {
 	t.Helper()
-	rc.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if _, err := io.ReadAll(rc.r); err != nil {
+	if _, err := c.ExpectClosed(); err != nil {
 		t.Fatalf("connection not closed: %v", err)
-	}
-}
-
-// call sends one request and returns the reply's error code, decoding the
-// body into resp when the call succeeded. Watch events are skipped.
-func (rc *rawClient) call(t *testing.T, op proto.OpCode, req, resp proto.Record) proto.Code {
-	t.Helper()
-	rc.xid++
-	e := proto.NewEncoder(nil)
-	(&proto.RequestHeader{Xid: rc.xid, Type: op}).Encode(e)
-	if req != nil {
-		req.Encode(e)
-	}
-	writeFrame(t, rc.nc, e.Bytes())
-	for {
-		b := rc.readFrame(t)
-		d := proto.NewDecoder(b)
-		var hdr proto.ReplyHeader
-		hdr.Decode(d)
-		if hdr.Xid == proto.XidNotification {
-			continue
-		}
-		if hdr.Xid != rc.xid {
-			t.Fatalf("reply xid %d, want %d", hdr.Xid, rc.xid)
-		}
-		if hdr.Err == proto.OK && resp != nil {
-			resp.Decode(d)
-			if d.Err() != nil {
-				t.Fatalf("decode reply: %v", d.Err())
-			}
-		}
-		return hdr.Err
 	}
 }

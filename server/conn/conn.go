@@ -120,8 +120,9 @@ type Conn struct {
 
 	out outQueue
 
-	closeOnce sync.Once
-	wg        sync.WaitGroup
+	closeOnce  sync.Once
+	wg         sync.WaitGroup
+	writerDone chan struct{}
 
 	stats Stats
 }
@@ -154,7 +155,7 @@ type item struct {
 // of the connection has exited.
 func Serve(ctx context.Context, nc net.Conn, backend Backend, cfg Config) {
 	cfg.setDefaults()
-	c := &Conn{cfg: cfg, backend: backend, nc: nc, started: time.Now()}
+	c := &Conn{cfg: cfg, backend: backend, nc: nc, started: time.Now(), writerDone: make(chan struct{})}
 	c.ctx, c.cancel = context.WithCancel(ctx)
 	host, _, err := net.SplitHostPort(nc.RemoteAddr().String())
 	if err != nil {
@@ -168,8 +169,7 @@ func Serve(ctx context.Context, nc net.Conn, backend Backend, cfg Config) {
 	defer stop()
 
 	if !c.handshake() {
-		c.Close()
-		c.wg.Wait()
+		c.finish()
 		return
 	}
 	c.requests = make(chan *item, cfg.MaxOutstanding)
@@ -177,9 +177,22 @@ func Serve(ctx context.Context, nc net.Conn, backend Backend, cfg Config) {
 	c.slots = make(chan struct{}, cfg.MaxOutstanding)
 	c.wg.Go(c.process)
 	c.read()
+	c.finish()
+	backend.Detach(c)
+}
+
+// finish ends a connection whose reader has stopped: a final reply queued
+// with closeAfterDrain (a refused auth) still reaches the client, then
+// everything closes.
+func (c *Conn) finish() {
+	if c.out.draining() {
+		select {
+		case <-c.writerDone:
+		case <-time.After(c.cfg.HandshakeTimeout):
+		}
+	}
 	c.Close()
 	c.wg.Wait()
-	backend.Detach(c)
 }
 
 // Session returns the connection's session id (0 before the handshake).
@@ -344,6 +357,9 @@ func (c *Conn) read() {
 		}
 		it := &item{xid: hdr.Xid, op: hdr.Type, start: time.Now(), auth: c.auth}
 		req, known := proto.NewRequest(hdr.Type)
+		if hdr.Type == proto.OpDeleteContainer {
+			req, known = &proto.DeleteRequest{}, true
+		}
 		switch {
 		case !known:
 			it.done = true
@@ -466,6 +482,14 @@ func (c *Conn) process() {
 }
 
 func (c *Conn) reply(it *item) {
+	if it.op == proto.OpCheck && it.reply.Err == proto.OK {
+		// ZooKeeper cannot answer a successful check sent outside a multi
+		// (it has no Stat to return) and drops the connection; clients
+		// rely on check only inside a multi.
+		c.log.Debug("closing connection: check outside a multi", "session", sessionHex(c.session))
+		c.Close()
+		return
+	}
 	hdr := proto.ReplyHeader{Xid: it.xid, Zxid: it.reply.Zxid, Err: it.reply.Err}
 	var body proto.Record
 	if it.reply.Err == proto.OK || it.op == proto.OpMulti || it.op == proto.OpMultiRead {
@@ -493,6 +517,7 @@ func (c *Conn) reply(it *item) {
 
 // write drains the outbound queue to the socket.
 func (c *Conn) write() {
+	defer close(c.writerDone)
 	defer c.Close()
 	for {
 		bufs, ok := c.out.pop()

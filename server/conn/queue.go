@@ -85,3 +85,10 @@ func (q *outQueue) closeAfterDrain() {
 	q.mu.Unlock()
 	q.wake()
 }
+
+// draining reports whether closeAfterDrain was called.
+func (q *outQueue) draining() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.drain
+}

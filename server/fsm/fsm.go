@@ -238,15 +238,18 @@ func (t *txn) emit(typ proto.EventType, path string) {
 	t.events = append(t.events, Event{typ, path})
 }
 
-// validCreatePath checks a create's path as ZooKeeper's
-// validatePathForCreate: a sequential path is checked with a digit
-// appended, since its name may end in a slash.
-func validCreatePath(path string, sequential bool) bool {
-	p := path
-	if sequential {
-		p += "1"
+// createParent returns the parent of a create's path as ZooKeeper's
+// validatePathForCreate finds it: the path is only checked for a slash and
+// for NUL here; the full check comes after the sequence suffix is added.
+func createParent(path string) (string, bool) {
+	i := strings.LastIndexByte(path, '/')
+	if i < 0 || strings.IndexByte(path, 0) >= 0 {
+		return "", false
 	}
-	return proto.ValidatePath(p) == nil
+	if i == 0 {
+		return "/", true
+	}
+	return path[:i], true
 }
 
 func (t *txn) create(op proto.OpCode, path string, data []byte, acl []proto.ACL, flags proto.CreateMode, ttl int64) (proto.Record, proto.Code) {
@@ -263,14 +266,14 @@ func (t *txn) create(op proto.OpCode, path string, data []byte, acl []proto.ACL,
 	} else if ttl >= 0 {
 		return nil, proto.ErrBadArguments
 	}
-	if !validCreatePath(path, flags.Sequential()) {
+	parentPath, ok := createParent(path)
+	if !ok {
 		return nil, proto.ErrBadArguments
 	}
-	acl, ok := tree.FixupACL(acl, t.e.Auth)
+	acl, ok = tree.FixupACL(acl, t.e.Auth)
 	if !ok {
 		return nil, proto.ErrInvalidACL
 	}
-	parentPath := proto.Parent(path)
 	parent, ok := t.f.tree.Get(parentPath)
 	if !ok {
 		return nil, proto.ErrNoNode
@@ -299,16 +302,15 @@ func (t *txn) create(op proto.OpCode, path string, data []byte, acl []proto.ACL,
 	case flags.Ephemeral():
 		owner = t.e.Session
 	}
-	if data == nil {
-		data = []byte{}
-	}
+	// Null data stays null: ZooKeeper answers a later getData with a null
+	// buffer, which clients such as Kazoo show differently from empty.
 	n := t.f.tree.Create(path, data, acl, owner, t.zxid, t.e.Time)
 	t.emit(proto.EventNodeCreated, path)
 	t.emit(proto.EventNodeChildrenChanged, parentPath)
 	if op == proto.OpCreate {
 		return &proto.CreateResponse{Path: path}, proto.OK
 	}
-	return &proto.Create2Response{Path: path, Stat: n.Stat()}, proto.OK
+	return &proto.Create2Response{Path: path, Stat: t.f.tree.Stat(n)}, proto.OK
 }
 
 // special paths cannot be deleted (ZooKeeper's isSpecialPath).
@@ -317,10 +319,13 @@ func special(path string) bool {
 }
 
 func (t *txn) delete(path string, version int32) proto.Code {
-	if proto.ValidatePath(path) != nil || special(path) {
+	// Like ZooKeeper's getParentPathAndValidate, delete checks only for a
+	// slash and NUL: "/a/" has parent "/a" and is then not found.
+	parentPath, ok := createParent(path)
+	if !ok || special(path) {
 		return proto.ErrBadArguments
 	}
-	parent, ok := t.f.tree.Get(proto.Parent(path))
+	parent, ok := t.f.tree.Get(parentPath)
 	if !ok {
 		return proto.ErrNoNode
 	}
@@ -339,7 +344,7 @@ func (t *txn) delete(path string, version int32) proto.Code {
 	}
 	t.f.tree.Delete(path, t.zxid)
 	t.emit(proto.EventNodeDeleted, path)
-	t.emit(proto.EventNodeChildrenChanged, proto.Parent(path))
+	t.emit(proto.EventNodeChildrenChanged, parentPath)
 	return proto.OK
 }
 
@@ -357,12 +362,9 @@ func (t *txn) setData(path string, data []byte, version int32) (proto.Record, pr
 	if version != -1 && version != n.Version {
 		return nil, proto.ErrBadVersion
 	}
-	if data == nil {
-		data = []byte{}
-	}
 	n = t.f.tree.SetData(path, data, n.Version+1, t.zxid, t.e.Time)
 	t.emit(proto.EventNodeDataChanged, path)
-	return &proto.SetDataResponse{Stat: n.Stat()}, proto.OK
+	return &proto.SetDataResponse{Stat: t.f.tree.Stat(n)}, proto.OK
 }
 
 func (t *txn) setACL(path string, acl []proto.ACL, version int32) (proto.Record, proto.Code) {
@@ -384,7 +386,7 @@ func (t *txn) setACL(path string, acl []proto.ACL, version int32) (proto.Record,
 		return nil, proto.ErrBadVersion
 	}
 	n = t.f.tree.SetACL(path, acl, n.Aversion+1)
-	return &proto.SetACLResponse{Stat: n.Stat()}, proto.OK
+	return &proto.SetACLResponse{Stat: t.f.tree.Stat(n)}, proto.OK
 }
 
 func (t *txn) check(path string, version int32) proto.Code {
@@ -417,13 +419,14 @@ func (t *txn) multi(m *proto.MultiRequest) *proto.MultiResponse {
 			resp.Results = append(resp.Results, proto.OpResult{Type: proto.OpError, Err: proto.ErrBadArguments})
 			break
 		}
-		r, code := t.op(op.Type, op.Req)
+		typ := multiCreateType(op)
+		r, code := t.op(typ, op.Req)
 		if code != proto.OK {
 			failed = i
 			resp.Results = append(resp.Results, proto.OpResult{Type: proto.OpError, Err: code})
 			break
 		}
-		resp.Results = append(resp.Results, multiResult(op.Type, r))
+		resp.Results = append(resp.Results, multiResult(typ, r))
 	}
 	if failed < 0 {
 		t.f.tree.Commit()
@@ -440,11 +443,41 @@ func (t *txn) multi(m *proto.MultiRequest) *proto.MultiResponse {
 	return resp
 }
 
+// multiCreateType is the type a create op of a multi really has: ZooKeeper
+// rebuilds each create from its flags (Op.create), so create2 becomes
+// create, and a create whose flags say container or TTL becomes that.
+func multiCreateType(op proto.MultiOp) proto.OpCode {
+	var flags proto.CreateMode
+	switch r := op.Req.(type) {
+	case *proto.CreateRequest:
+		flags = r.Flags
+	case *proto.CreateTTLRequest:
+		flags = r.Flags
+	default:
+		return op.Type
+	}
+	switch {
+	case flags.TTL():
+		if _, ok := op.Req.(*proto.CreateTTLRequest); ok {
+			return proto.OpCreateTTL
+		}
+		return proto.OpCreate
+	case flags.Container():
+		return proto.OpCreateContainer
+	}
+	return proto.OpCreate
+}
+
 func multiResult(op proto.OpCode, r proto.Record) proto.OpResult {
 	switch op {
 	case proto.OpCreate:
+		// A create answers with a path only, even where create2 would
+		// give a Stat.
+		if c2, ok := r.(*proto.Create2Response); ok {
+			r = &proto.CreateResponse{Path: c2.Path}
+		}
 		return proto.OpResult{Type: proto.OpCreate, Resp: r}
-	case proto.OpCreate2, proto.OpCreateContainer, proto.OpCreateTTL:
+	case proto.OpCreateContainer, proto.OpCreateTTL:
 		return proto.OpResult{Type: proto.OpCreate2, Resp: r}
 	case proto.OpSetData:
 		return proto.OpResult{Type: proto.OpSetData, Resp: r}

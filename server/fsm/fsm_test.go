@@ -210,7 +210,11 @@ func codeName(c proto.Code) string {
 func (h *harness) dump() string {
 	var b strings.Builder
 	h.f.Tree().Walk(func(path string, n *tree.Node) bool {
-		fmt.Fprintf(&b, "%s data=%q %s acl=%v\n", path, n.Data, formatStat(n.Stat()), n.ACL)
+		kind := map[tree.Kind]string{tree.Persistent: "persistent", tree.Ephemeral: "ephemeral", tree.Container: "container", tree.TTL: "ttl"}[tree.KindOf(n.EphemeralOwner, h.f.Tree().Extended())]
+		if kind == "ttl" {
+			kind = fmt.Sprintf("ttl(%d)", tree.TTLOf(n.EphemeralOwner))
+		}
+		fmt.Fprintf(&b, "%s %s data=%q %s acl=%v\n", path, kind, n.Data, formatStat(h.f.Tree().Stat(n)), n.ACL)
 		return true
 	})
 	for _, s := range h.f.Sessions() {

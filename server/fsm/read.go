@@ -32,13 +32,13 @@ func (f *FSM) Read(session int64, op proto.OpCode, req proto.Record, ids []proto
 		if !ok {
 			return nil, proto.ErrNoNode
 		}
-		return &proto.ExistsResponse{Stat: n.Stat()}, proto.OK
+		return &proto.ExistsResponse{Stat: f.tree.Stat(n)}, proto.OK
 	case *proto.GetDataRequest:
 		n, code := f.readable(r.Path, proto.PermRead, ids)
 		if code != proto.OK {
 			return nil, code
 		}
-		return &proto.GetDataResponse{Data: n.Data, Stat: n.Stat()}, proto.OK
+		return &proto.GetDataResponse{Data: n.Data, Stat: f.tree.Stat(n)}, proto.OK
 	case *proto.GetChildrenRequest:
 		n, code := f.readable(r.Path, proto.PermRead, ids)
 		if code != proto.OK {
@@ -50,7 +50,7 @@ func (f *FSM) Read(session int64, op proto.OpCode, req proto.Record, ids []proto
 		if code != proto.OK {
 			return nil, code
 		}
-		return &proto.GetChildren2Response{Children: n.Children(), Stat: n.Stat()}, proto.OK
+		return &proto.GetChildren2Response{Children: n.Children(), Stat: f.tree.Stat(n)}, proto.OK
 	case *proto.GetACLRequest:
 		n, code := f.readable(r.Path, proto.PermRead|proto.PermAdmin, ids)
 		if code != proto.OK {
@@ -60,7 +60,7 @@ func (f *FSM) Read(session int64, op proto.OpCode, req proto.Record, ids []proto
 		if !tree.CheckACL(n.ACL, proto.PermAdmin, ids) {
 			acl = maskDigests(acl)
 		}
-		return &proto.GetACLResponse{ACL: acl, Stat: n.Stat()}, proto.OK
+		return &proto.GetACLResponse{ACL: acl, Stat: f.tree.Stat(n)}, proto.OK
 	case *proto.GetAllChildrenNumberRequest:
 		if _, code := f.readable(r.Path, proto.PermRead, ids); code != proto.OK {
 			return nil, code
@@ -116,7 +116,7 @@ func (f *FSM) multiRead(m *proto.MultiRequest, ids []proto.ID) *proto.MultiRespo
 			if n, code := f.readable(r.Path, proto.PermRead, ids); code != proto.OK {
 				res = proto.OpResult{Type: proto.OpError, Err: code}
 			} else {
-				res = proto.OpResult{Type: proto.OpGetData, Resp: &proto.GetDataResponse{Data: n.Data, Stat: n.Stat()}}
+				res = proto.OpResult{Type: proto.OpGetData, Resp: &proto.GetDataResponse{Data: n.Data, Stat: f.tree.Stat(n)}}
 			}
 		case *proto.GetChildrenRequest:
 			if n, code := f.readable(r.Path, proto.PermRead, ids); code != proto.OK {

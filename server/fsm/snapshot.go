@@ -108,9 +108,6 @@ func Restore(opts Options, data []byte) (*FSM, error) {
 		if d.Err() != nil {
 			break
 		}
-		if n.Data == nil {
-			n.Data = []byte{}
-		}
 		if path != "/" {
 			if _, ok := f.tree.Get(proto.Parent(path)); !ok {
 				return nil, fmt.Errorf("%w: %q before its parent", ErrBadSnapshot, path)

@@ -173,7 +173,14 @@ func Start(cfg Config) (*Node, error) {
 	}
 	if len(cfg.Voters) == 1 && cfg.Voters[0] == cfg.ID {
 		// Alone, there is no one to wait for: become leader now rather
-		// than after an election timeout.
+		// than after an election timeout. Raft refuses to campaign while
+		// committed configuration changes (the bootstrap's, or replayed
+		// ones) are unapplied, so apply what is ready first.
+		for rn.HasReady() {
+			if err := n.handleReady(rn.Ready()); err != nil {
+				return nil, fmt.Errorf("replication: replay: %w", err)
+			}
+		}
 		if err := rn.Campaign(); err != nil {
 			return nil, fmt.Errorf("replication: campaign: %w", err)
 		}

@@ -42,8 +42,8 @@ var (
 	// ErrLocked is returned by Create and Open when another WAL has the
 	// directory open.
 	ErrLocked = errors.New("storage: WAL directory is in use")
-	// ErrRecordTooLarge is returned by Save for an entry above 128 MiB;
-	// nothing of that Save was written.
+	// ErrRecordTooLarge is returned by Save for an entry, and by Create for
+	// metadata, above 128 MiB; nothing of that call was written.
 	ErrRecordTooLarge = errors.New("storage: record too large")
 
 	errClosed = errors.New("storage: WAL is closed")

@@ -67,12 +67,19 @@ type Node struct {
 // creations plus deletions, which is 2*creations - children, exactly as
 // ZooKeeper's DataNode.copyStat reports it. The root of a new tree thus
 // shows -1, as on ZooKeeper.
-func (n *Node) Stat() proto.Stat {
+//
+// Containers and TTL nodes show an ephemeral owner of 0, as ZooKeeper's
+// getClientEphemeralOwner reports them; the owner marks them internally only.
+func (t *Tree) Stat(n *Node) proto.Stat {
+	owner := n.EphemeralOwner
+	if KindOf(owner, t.extended) != Ephemeral {
+		owner = 0
+	}
 	return proto.Stat{
 		Czxid: n.Czxid, Mzxid: n.Mzxid, Pzxid: n.Pzxid,
 		Ctime: n.Ctime, Mtime: n.Mtime,
 		Version: n.Version, Cversion: n.Cversion*2 - int32(len(n.children)), Aversion: n.Aversion,
-		EphemeralOwner: n.EphemeralOwner,
+		EphemeralOwner: owner,
 		DataLength:     int32(len(n.Data)),
 		NumChildren:    int32(len(n.children)),
 	}
@@ -129,10 +136,12 @@ func New(extended bool) *Tree {
 		acls:       newACLCache(),
 		extended:   extended,
 	}
-	t.nodes["/"] = &Node{ACL: t.acls.intern(OpenACL)}
-	t.insert(ZookeeperPath, &Node{ACL: t.acls.intern(OpenACL)})
-	t.insert(QuotaPath, &Node{ACL: t.acls.intern(OpenACL)})
-	t.insert(ConfigPath, &Node{ACL: t.acls.intern(ReadACL)})
+	empty := []byte{}
+	t.nodes["/"] = &Node{Data: empty, ACL: t.acls.intern(OpenACL)}
+	t.insert(ZookeeperPath, &Node{Data: empty, ACL: t.acls.intern(OpenACL)})
+	t.insert(QuotaPath, &Node{Data: empty, ACL: t.acls.intern(OpenACL)})
+	// ZooKeeper creates the config node with aversion -1.
+	t.insert(ConfigPath, &Node{Data: empty, ACL: t.acls.intern(ReadACL), Aversion: -1})
 	return t
 }
 

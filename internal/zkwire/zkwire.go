@@ -1,0 +1,163 @@
+// Package zkwire is a bare ZooKeeper protocol client for tests: it sends
+// exactly the bytes a test asks for and returns the replies undecoded, so
+// tests can send what no real client would and compare servers reply by
+// reply.
+package zkwire
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/collie-io/collie/proto"
+)
+
+// Timeout bounds every read and write.
+const Timeout = 10 * time.Second
+
+// Conn is one connection with a session.
+type Conn struct {
+	NC      net.Conn
+	r       *bufio.Reader
+	xid     int32
+	Session int64
+	Passwd  []byte
+	TimeOut int32
+	// Events are the watch notifications received so far, in order.
+	Events []proto.WatcherEvent
+}
+
+// Dial opens a new session with the given timeout in milliseconds.
+func Dial(addr string, timeoutMs int32) (*Conn, error) {
+	return Handshake(addr, &proto.ConnectRequest{TimeOut: timeoutMs, Passwd: make([]byte, proto.PasswordLen)})
+}
+
+// Handshake connects and sends req as the connect request. A refused
+// session (timeout 0) is returned as a Conn with TimeOut 0 and no error.
+func Handshake(addr string, req *proto.ConnectRequest) (*Conn, error) {
+	nc, err := net.DialTimeout("tcp", addr, Timeout)
+	if err != nil {
+		return nil, err
+	}
+	c := &Conn{NC: nc, r: bufio.NewReader(nc)}
+	if err := c.WriteFrame(proto.Marshal(req)); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	b, err := c.ReadFrame()
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("connect response: %w", err)
+	}
+	var resp proto.ConnectResponse
+	if err := proto.Unmarshal(b, &resp); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	c.Session, c.Passwd, c.TimeOut = resp.SessionID, resp.Passwd, resp.TimeOut
+	return c, nil
+}
+
+// Close closes the connection (not the session).
+func (c *Conn) Close() error { return c.NC.Close() }
+
+// WriteFrame writes b with its length prefix.
+func (c *Conn) WriteFrame(b []byte) error {
+	c.NC.SetWriteDeadline(time.Now().Add(Timeout))
+	buf := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(b)), uint32(len(b)))
+	_, err := c.NC.Write(append(buf, b...))
+	return err
+}
+
+// ReadFrame reads one length-prefixed frame.
+func (c *Conn) ReadFrame() ([]byte, error) {
+	c.NC.SetReadDeadline(time.Now().Add(Timeout))
+	var lenBuf [4]byte
+	if _, err := io.ReadFull(c.r, lenBuf[:]); err != nil {
+		return nil, err
+	}
+	n := binary.BigEndian.Uint32(lenBuf[:])
+	if n > 16<<20 {
+		return nil, fmt.Errorf("frame of %d bytes", n)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(c.r, b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// Call sends one request with the next xid and waits for its reply,
+// collecting watch events that arrive first. It returns the reply header
+// and the undecoded body.
+func (c *Conn) Call(op proto.OpCode, req proto.Record) (proto.ReplyHeader, []byte, error) {
+	c.xid++
+	return c.CallXid(c.xid, op, req)
+}
+
+// CallXid is Call with a given xid (negative xids are ZooKeeper's special
+// ones: ping -2, auth -4, setWatches -8).
+func (c *Conn) CallXid(xid int32, op proto.OpCode, req proto.Record) (proto.ReplyHeader, []byte, error) {
+	e := proto.NewEncoder(nil)
+	(&proto.RequestHeader{Xid: xid, Type: op}).Encode(e)
+	if req != nil {
+		req.Encode(e)
+	}
+	if err := c.WriteFrame(e.Bytes()); err != nil {
+		return proto.ReplyHeader{}, nil, err
+	}
+	for {
+		b, err := c.ReadFrame()
+		if err != nil {
+			return proto.ReplyHeader{}, nil, err
+		}
+		d := proto.NewDecoder(b)
+		var hdr proto.ReplyHeader
+		hdr.Decode(d)
+		if d.Err() != nil {
+			return hdr, nil, d.Err()
+		}
+		body := b[len(b)-d.Remaining():]
+		if hdr.Xid == proto.XidNotification {
+			var ev proto.WatcherEvent
+			if err := proto.Unmarshal(body, &ev); err != nil {
+				return hdr, nil, err
+			}
+			c.Events = append(c.Events, ev)
+			continue
+		}
+		if hdr.Xid != xid {
+			return hdr, nil, fmt.Errorf("reply xid %d, want %d", hdr.Xid, xid)
+		}
+		return hdr, body, nil
+	}
+}
+
+// Do is Call that decodes the body into resp when the reply is OK, and
+// returns the reply's error code.
+func (c *Conn) Do(op proto.OpCode, req, resp proto.Record) (proto.Code, error) {
+	hdr, body, err := c.Call(op, req)
+	if err != nil {
+		return 0, err
+	}
+	if hdr.Err == proto.OK && resp != nil {
+		if err := proto.Unmarshal(body, resp); err != nil {
+			return 0, err
+		}
+	}
+	return hdr.Err, nil
+}
+
+// ExpectClosed reads until the server closes the connection and returns
+// how many bytes came first.
+func (c *Conn) ExpectClosed() (int, error) {
+	c.NC.SetReadDeadline(time.Now().Add(Timeout))
+	b, err := io.ReadAll(c.r)
+	return len(b), err
+}
+
+// OpenACL is world:anyone with every permission.
+var OpenACL = []proto.ACL{{Perms: proto.PermAll, ID: proto.ID{Scheme: "world", ID: "anyone"}}}
