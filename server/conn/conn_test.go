@@ -1,0 +1,166 @@
+package conn
+
+import (
+	"context"
+	"encoding/binary"
+	"io"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/collie-io/collie/proto"
+)
+
+// echoBackend answers everything at once and records what reached it.
+type echoBackend struct {
+	mu     sync.Mutex
+	writes int
+	locals int
+}
+
+func (b *echoBackend) LastZxid() int64 { return 7 }
+func (b *echoBackend) OpenSession(context.Context, *Conn, time.Duration, bool) (int64, []byte, time.Duration, error) {
+	return 1, make([]byte, 16), 4 * time.Second, nil
+}
+func (b *echoBackend) ResumeSession(context.Context, *Conn, int64, []byte, time.Duration) (time.Duration, bool) {
+	return 4 * time.Second, true
+}
+func (b *echoBackend) Write(c *Conn, op proto.OpCode, body []byte, auth []proto.ID, done func(Reply)) {
+	b.mu.Lock()
+	b.writes++
+	b.mu.Unlock()
+	done(Reply{Zxid: 8, Close: op == proto.OpCloseSession})
+}
+func (b *echoBackend) Local(ctx context.Context, c *Conn, op proto.OpCode, req proto.Record, auth []proto.ID) Reply {
+	b.mu.Lock()
+	b.locals++
+	b.mu.Unlock()
+	return Reply{Zxid: 7}
+}
+func (b *echoBackend) Authenticate(*Conn, string, []byte) ([]proto.ID, bool) { return nil, true }
+func (b *echoBackend) Touch(int64)                                           {}
+func (b *echoBackend) Detach(*Conn)                                          {}
+func (b *echoBackend) FourLetter(cmd string) (string, bool)                  { return "imok", cmd == "ruok" }
+
+func frameOf(b []byte) []byte {
+	return append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...)
+}
+
+func connectFrame() []byte {
+	return frameOf(proto.Marshal(&proto.ConnectRequest{TimeOut: 4000, Passwd: make([]byte, 16)}))
+}
+
+func request(xid int32, op proto.OpCode, r proto.Record) []byte {
+	e := proto.NewEncoder(nil)
+	(&proto.RequestHeader{Xid: xid, Type: op}).Encode(e)
+	if r != nil {
+		r.Encode(e)
+	}
+	return frameOf(e.Bytes())
+}
+
+// serve runs a connection over a pipe, sends input, and returns what the
+// server wrote before the connection ended.
+func serve(t testing.TB, input []byte) []byte { return serveFor(t, input, 50*time.Millisecond) }
+
+// serveFor is serve with the time the client stays connected.
+func serveFor(t testing.TB, input []byte, linger time.Duration) []byte {
+	client, server := net.Pipe()
+	done := make(chan struct{})
+	go func() {
+		Serve(context.Background(), server, &echoBackend{}, Config{MaxBuffer: 4096, HandshakeTimeout: time.Second})
+		close(done)
+	}()
+	var out []byte
+	readDone := make(chan struct{})
+	go func() {
+		out, _ = io.ReadAll(client)
+		close(readDone)
+	}()
+	// The client goes away soon: whatever the input was, the server must
+	// end the connection and every goroutine of it.
+	time.AfterFunc(linger, func() { client.Close() })
+	client.Write(input)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("connection did not end")
+	}
+	<-readDone
+	return out
+}
+
+func TestPipelineAnswersInOrder(t *testing.T) {
+	in := connectFrame()
+	in = append(in, request(1, proto.OpSetData, &proto.SetDataRequest{Path: "/a", Version: -1})...)
+	in = append(in, request(2, proto.OpGetData, &proto.GetDataRequest{Path: "/a"})...)
+	in = append(in, request(3, proto.OpCode(99), nil)...)
+	in = append(in, request(4, proto.OpCreate, &proto.CreateRequest{Path: "/b"})...)
+	in = append(in, request(-2, proto.OpPing, nil)...)
+	out := serve(t, in)
+	var xids []int32
+	var codes []proto.Code
+	d := out
+	first := true
+	for len(d) >= 4 {
+		n := binary.BigEndian.Uint32(d)
+		frame := d[4 : 4+n]
+		d = d[4+n:]
+		if first {
+			first = false
+			continue
+		}
+		var h proto.ReplyHeader
+		if err := proto.Unmarshal(frame, &h); err != nil {
+			t.Fatal(err)
+		}
+		xids, codes = append(xids, h.Xid), append(codes, h.Err)
+	}
+	want := []int32{1, 2, 3, 4, -2}
+	if len(xids) != len(want) {
+		t.Fatalf("replies %v, want %v", xids, want)
+	}
+	for i := range want {
+		if xids[i] != want[i] {
+			t.Fatalf("replies %v, want %v", xids, want)
+		}
+	}
+	if codes[2] != proto.ErrUnimplemented {
+		t.Fatalf("unknown opcode answered %v", codes[2])
+	}
+}
+
+func TestOversizedFrameClosesConnection(t *testing.T) {
+	in := append(connectFrame(), 0, 0, 0x10, 0x01) // 4097 bytes > MaxBuffer
+	out := serve(t, append(in, make([]byte, 100)...))
+	// The connection may close before the connect response is flushed;
+	// nothing may follow it.
+	if len(out) > 0 {
+		if n := binary.BigEndian.Uint32(out); len(out) != int(4+n) {
+			t.Fatalf("got %d bytes after the connect response; want none", len(out)-int(4+n))
+		}
+	}
+}
+
+func TestFourLetterWord(t *testing.T) {
+	if out := serve(t, []byte("ruok")); string(out) != "imok" {
+		t.Fatalf("ruok: %q", out)
+	}
+	if out := serve(t, []byte("stat")); string(out) != "stat is not executed because it is not in the whitelist.\n" {
+		t.Fatalf("stat: %q", out)
+	}
+}
+
+// FuzzConn sends arbitrary bytes after a valid handshake: the connection
+// must end cleanly whatever they are, and never panic.
+func FuzzConn(f *testing.F) {
+	f.Add(request(1, proto.OpGetData, &proto.GetDataRequest{Path: "/a", Watch: true}))
+	f.Add(request(1, proto.OpMulti, &proto.MultiRequest{Ops: []proto.MultiOp{{Type: proto.OpCheck, Req: &proto.CheckVersionRequest{Path: "/", Version: 1}}}}))
+	f.Add(request(-4, proto.OpAuth, &proto.AuthPacket{Scheme: "digest", Auth: []byte("u:p")}))
+	f.Add(request(-8, proto.OpSetWatches, &proto.SetWatches{DataWatches: []string{"/a"}}))
+	f.Add([]byte{0, 0, 0, 8, 0, 0, 0, 1, 0, 0, 0, 0x0b})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		serveFor(t, append(connectFrame(), b...), 2*time.Millisecond)
+	})
+}
