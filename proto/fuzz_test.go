@@ -1,7 +1,10 @@
 package proto
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -39,6 +42,21 @@ func FuzzRequests(f *testing.F) {
 func FuzzReplies(f *testing.F) {
 	for i, r := range samples {
 		f.Add(uint8(i), Marshal(r))
+	}
+	// Replies captured from ZooKeeper, each with the index of a sample of
+	// its type.
+	for _, file := range goldenFiles(f) {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		_, op, _ := strings.Cut(strings.TrimSuffix(filepath.Base(file), ".bin"), "-")
+		for i, r := range samples {
+			if want := replyFor(op); want != nil && reflect.TypeOf(want) == reflect.TypeOf(r) {
+				f.Add(uint8(i), b)
+				break
+			}
+		}
 	}
 	f.Fuzz(func(t *testing.T, i uint8, b []byte) {
 		typ := reflect.TypeOf(samples[int(i)%len(samples)]).Elem()

@@ -1,6 +1,10 @@
 package zkcompat
 
 import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
 	"fmt"
 	"slices"
 	"strings"
@@ -178,11 +182,26 @@ func protocolSteps() []step {
 	}
 }
 
+var updateGolden = flag.Bool("update-golden", false, "write ZooKeeper's replies to proto/testdata/golden")
+
 func TestProtocolAgainstZooKeeper(t *testing.T) {
 	ref := zkref.Start(t, zkref.WithExtendedTypes())
 	col := collietest.Start(t)
-	want := runSteps(t, ref.Addr())
-	got := runSteps(t, col.Addr())
+	var golden func(i int, op proto.OpCode, frame []byte)
+	if *updateGolden {
+		dir := filepath.Join("..", "proto", "testdata", "golden")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		golden = func(i int, op proto.OpCode, frame []byte) {
+			name := filepath.Join(dir, fmt.Sprintf("%03d-%s.bin", i, op))
+			if err := os.WriteFile(name, frame, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	want := runSteps(t, ref.Addr(), golden)
+	got := runSteps(t, col.Addr(), nil)
 	for i := range max(len(want), len(got)) {
 		var w, g string
 		if i < len(want) {
@@ -197,7 +216,9 @@ func TestProtocolAgainstZooKeeper(t *testing.T) {
 	}
 }
 
-func runSteps(t *testing.T, addr string) []string {
+// runSteps runs protocolSteps against a server; golden, if set, receives
+// each reply body with its header.
+func runSteps(t *testing.T, addr string, golden func(int, proto.OpCode, []byte)) []string {
 	conns := map[string]*zkwire.Conn{}
 	get := func(name string) *zkwire.Conn {
 		if c := conns[name]; c != nil {
@@ -237,6 +258,9 @@ func runSteps(t *testing.T, addr string) []string {
 			line += " connection closed"
 			delete(conns, s.conn)
 		} else {
+			if golden != nil && len(body) > 0 && hdr.Err == proto.OK {
+				golden(i, s.op, body)
+			}
 			line += fmt.Sprintf(" err=%d %s", hdr.Err, describeReply(s.op, hdr.Err, body, sessions()))
 		}
 		if evs := c.Events[before:]; len(evs) > 0 {
@@ -303,6 +327,10 @@ func describeReply(op proto.OpCode, code proto.Code, body []byte, sessions map[i
 	}
 	if err := proto.Unmarshal(body, r); err != nil {
 		return fmt.Sprintf("undecodable body %x", body)
+	}
+	// Our encoding of what we decoded must be ZooKeeper's bytes exactly.
+	if again := proto.Marshal(r); !bytes.Equal(again, body) {
+		return fmt.Sprintf("re-encoded %x, received %x", again, body)
 	}
 	return normalize(r, sessions)
 }
