@@ -223,6 +223,9 @@ func (s *Server) Run(ctx context.Context) error {
 		s.wg.Go(func() {
 			conn.Serve(ctx, nc, s, conn.Config{
 				MaxBuffer: s.cfg.JuteMaxBuffer,
+				// A client that has not sent its connect request within
+				// the longest session timeout it could ask for is gone.
+				HandshakeTimeout: min(10*time.Second, s.cfg.MaxSessionTimeout),
 				Logger:    s.log,
 				Observe:   s.latency.observe,
 				Received:  s.latency.packet,

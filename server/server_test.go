@@ -326,6 +326,38 @@ func TestBadInputClosesOnlyThatConnection(t *testing.T) {
 				t.Fatalf("create with invalid path: %v", code)
 			}
 		},
+		"request before the handshake": func(t *testing.T) {
+			nc, err := net.Dial("tcp", srv.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			e := proto.NewEncoder(nil)
+			(&proto.RequestHeader{Xid: 1, Type: proto.OpGetData}).Encode(e)
+			(&proto.GetDataRequest{Path: "/alive"}).Encode(e)
+			writeFrame(t, nc, e.Bytes())
+			nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+			if b, err := io.ReadAll(nc); err != nil || len(b) != 0 {
+				t.Fatalf("read %d bytes, %v; want a closed connection", len(b), err)
+			}
+		},
+		"slowloris before the handshake": func(t *testing.T) {
+			nc, err := net.Dial("tcp", srv.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			nc.Write([]byte{0, 0, 0}) // a third of a length, then nothing
+			nc.SetReadDeadline(time.Now().Add(20 * time.Second))
+			if b, err := io.ReadAll(nc); err != nil || len(b) != 0 {
+				t.Fatalf("read %d bytes, %v; want the server to close the connection", len(b), err)
+			}
+		},
+		"slowloris after the handshake": func(t *testing.T) {
+			rc := dialRaw(t, srv.Addr(), 400)
+			send(t, rc, []byte{0, 0, 0, 20, 0, 0}) // half a request, then nothing
+			expectClosed(t, rc)
+		},
 		"client that has seen the future": func(t *testing.T) {
 			nc, err := net.Dial("tcp", srv.Addr())
 			if err != nil {
