@@ -245,7 +245,7 @@ func (s *Server) setWatches(c *conn.Conn, req proto.Record) conn.Reply {
 		return watch.NodeInfo{Exists: true, Mzxid: n.Mzxid, Pzxid: n.Pzxid}
 	})
 	for _, d := range deliveries {
-		d.Watcher.Notify(d.Event, -1)
+		d.Watcher.Notify(d.Event)
 	}
 	return conn.Reply{Zxid: s.fsm.LastZxid()}
 }

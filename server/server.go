@@ -21,6 +21,7 @@ import (
 	"github.com/collie-io/collie/server/replication"
 	"github.com/collie-io/collie/server/session"
 	"github.com/collie-io/collie/server/storage"
+	"github.com/collie-io/collie/server/tree"
 	"github.com/collie-io/collie/server/watch"
 )
 
@@ -226,9 +227,9 @@ func (s *Server) Run(ctx context.Context) error {
 				// A client that has not sent its connect request within
 				// the longest session timeout it could ask for is gone.
 				HandshakeTimeout: min(10*time.Second, s.cfg.MaxSessionTimeout),
-				Logger:    s.log,
-				Observe:   s.latency.observe,
-				Received:  s.latency.packet,
+				Logger:           s.log,
+				Observe:          s.latency.observe,
+				Received:         s.latency.packet,
 			})
 			s.release(nc)
 		})
@@ -397,7 +398,10 @@ func (s *Server) notify(res fsm.Result) {
 	defer s.wmu.Unlock()
 	for _, ev := range res.Events {
 		for _, d := range s.watches.Trigger(ev.Type, ev.Path) {
-			d.Watcher.Notify(d.Event, res.Zxid)
+			// A one-shot watch is spent even when its event is withheld.
+			if tree.CheckACL(ev.ACL, proto.PermRead, d.Watcher.Auth()) {
+				d.Watcher.Notify(d.Event)
+			}
 		}
 	}
 }

@@ -178,6 +178,13 @@ func protocolSteps() []step {
 		{"a", 0, proto.OpReconfig, &proto.ReconfigRequest{JoiningServers: "server.2=127.0.0.1:1:2;3", CurConfigID: -1}},
 		{"a", 0, proto.OpDeleteContainer, &proto.DeleteRequest{Path: "/box", Version: -1}},
 		{"a", proto.XidPing, proto.OpPing, nil},
+		// Watch events for a node the watcher may not read.
+		{"d", proto.XidAuth, proto.OpAuth, &proto.AuthPacket{Scheme: "digest", Auth: []byte("u:p")}},
+		{"a", 0, proto.OpGetChildren, &proto.GetChildrenRequest{Path: "/r", Watch: true}},
+		{"d", 0, proto.OpCreate, &proto.CreateRequest{Path: "/r/hidden", ACL: []proto.ACL{{Perms: 31, ID: proto.ID{Scheme: "digest", ID: u}}}}},
+		{"d", 0, proto.OpSetData, &proto.SetDataRequest{Path: "/r/hidden", Data: []byte("x"), Version: -1}},
+		{"d", 0, proto.OpDelete, &proto.DeleteRequest{Path: "/r/hidden", Version: -1}},
+		{"a", 0, proto.OpSync, &proto.SyncRequest{Path: "/"}},
 		{"a", 0, proto.OpGetData, &proto.GetDataRequest{Path: "/p"}},
 	}
 }

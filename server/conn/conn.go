@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/collie-io/collie/proto"
@@ -111,8 +112,10 @@ type Conn struct {
 	session int64
 	timeout time.Duration
 
-	// auth is owned by the reader goroutine; requests carry a copy.
-	auth []proto.ID
+	// auth is written by the reader goroutine only and read by any; each
+	// request carries the slice current when it was read. Slices are never
+	// modified once stored.
+	auth atomic.Pointer[[]proto.ID]
 
 	requests chan *item
 	results  chan *item
@@ -164,7 +167,7 @@ func Serve(ctx context.Context, nc net.Conn, backend Backend, cfg Config) {
 	c.remoteIP = host
 	c.log = cfg.Logger.With("remote", nc.RemoteAddr().String())
 	c.out.init(cfg.MaxQueued)
-	c.auth = []proto.ID{{Scheme: "ip", ID: host}}
+	c.auth.Store(&[]proto.ID{{Scheme: "ip", ID: host}})
 	stop := context.AfterFunc(ctx, c.Close)
 	defer stop()
 
@@ -195,6 +198,10 @@ func (c *Conn) finish() {
 	c.wg.Wait()
 }
 
+// Auth returns the identities the connection has authenticated as, its
+// address ("ip") first. Safe for concurrent use; do not modify the result.
+func (c *Conn) Auth() []proto.ID { return *c.auth.Load() }
+
 // Session returns the connection's session id (0 before the handshake).
 func (c *Conn) Session() int64 { return c.session }
 
@@ -215,9 +222,9 @@ func (c *Conn) Close() {
 }
 
 // Notify queues a watch event. It never blocks: the Backend calls it while
-// applying a change.
-func (c *Conn) Notify(ev proto.WatcherEvent, zxid int64) {
-	b := frame(&proto.ReplyHeader{Xid: proto.XidNotification, Zxid: zxid}, &ev)
+// applying a change. Like ZooKeeper, the notification carries zxid -1.
+func (c *Conn) Notify(ev proto.WatcherEvent) {
+	b := frame(&proto.ReplyHeader{Xid: proto.XidNotification, Zxid: -1}, &ev)
 	if !c.out.push(b) {
 		c.Close()
 	}
@@ -355,7 +362,7 @@ func (c *Conn) read() {
 			}
 			continue
 		}
-		it := &item{xid: hdr.Xid, op: hdr.Type, start: time.Now(), auth: c.auth}
+		it := &item{xid: hdr.Xid, op: hdr.Type, start: time.Now(), auth: c.Auth()}
 		req, known := proto.NewRequest(hdr.Type)
 		if hdr.Type == proto.OpDeleteContainer {
 			req, known = &proto.DeleteRequest{}, true
@@ -422,14 +429,15 @@ func (c *Conn) authenticate(xid int32, body []byte) bool {
 		c.out.closeAfterDrain()
 		return false
 	}
-	auth := make([]proto.ID, 0, len(c.auth)+len(ids))
-	auth = append(auth, c.auth...)
+	old := c.Auth()
+	auth := make([]proto.ID, 0, len(old)+len(ids))
+	auth = append(auth, old...)
 	for _, id := range ids {
 		if !containsID(auth, id) {
 			auth = append(auth, id)
 		}
 	}
-	c.auth = auth
+	c.auth.Store(&auth)
 	c.out.push(frame(&proto.ReplyHeader{Xid: proto.XidAuth}, nil))
 	return true
 }

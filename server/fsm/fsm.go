@@ -22,6 +22,20 @@ type Session struct {
 type Event struct {
 	Type proto.EventType
 	Path string
+	// ACL is the ACL of the node the event is about (the parent's for
+	// NodeChildrenChanged, the node's as it was for NodeDeleted): only
+	// watchers allowed to read it are told, as in ZooKeeper.
+	ACL []proto.ACL
+}
+
+// deleteEvents are the events of deleting path, whose node had acl.
+func (f *FSM) deleteEvents(path string, acl []proto.ACL) []Event {
+	parent := proto.Parent(path)
+	var parentACL []proto.ACL
+	if n, ok := f.tree.Get(parent); ok {
+		parentACL = n.ACL
+	}
+	return []Event{{proto.EventNodeDeleted, path, acl}, {proto.EventNodeChildrenChanged, parent, parentACL}}
 }
 
 // Result is the outcome of applying one entry.
@@ -140,8 +154,9 @@ func (f *FSM) Apply(index uint64, e *Entry) Result {
 func (f *FSM) closeSession(id, zxid int64) []Event {
 	var events []Event
 	for _, p := range f.tree.Ephemerals(id) {
+		n, _ := f.tree.Get(p)
 		f.tree.Delete(p, zxid)
-		events = append(events, Event{proto.EventNodeDeleted, p}, Event{proto.EventNodeChildrenChanged, proto.Parent(p)})
+		events = append(events, f.deleteEvents(p, n.ACL)...)
 	}
 	delete(f.sessions, id)
 	return events
@@ -165,7 +180,7 @@ func (f *FSM) deleteContainer(path string, zxid, now int64) (proto.Code, []Event
 		return proto.ErrBadArguments, nil
 	}
 	f.tree.Delete(path, zxid)
-	return proto.OK, []Event{{proto.EventNodeDeleted, path}, {proto.EventNodeChildrenChanged, proto.Parent(path)}}
+	return proto.OK, f.deleteEvents(path, n.ACL)
 }
 
 // txn is the context of one write request being applied.
@@ -234,8 +249,8 @@ func (t *txn) checkSession() proto.Code {
 	return proto.OK
 }
 
-func (t *txn) emit(typ proto.EventType, path string) {
-	t.events = append(t.events, Event{typ, path})
+func (t *txn) emit(typ proto.EventType, path string, acl []proto.ACL) {
+	t.events = append(t.events, Event{typ, path, acl})
 }
 
 // createParent returns the parent of a create's path as ZooKeeper's
@@ -305,8 +320,8 @@ func (t *txn) create(op proto.OpCode, path string, data []byte, acl []proto.ACL,
 	// Null data stays null: ZooKeeper answers a later getData with a null
 	// buffer, which clients such as Kazoo show differently from empty.
 	n := t.f.tree.Create(path, data, acl, owner, t.zxid, t.e.Time)
-	t.emit(proto.EventNodeCreated, path)
-	t.emit(proto.EventNodeChildrenChanged, parentPath)
+	t.emit(proto.EventNodeCreated, path, n.ACL)
+	t.emit(proto.EventNodeChildrenChanged, parentPath, parent.ACL)
 	if op == proto.OpCreate {
 		return &proto.CreateResponse{Path: path}, proto.OK
 	}
@@ -343,8 +358,8 @@ func (t *txn) delete(path string, version int32) proto.Code {
 		return proto.ErrNotEmpty
 	}
 	t.f.tree.Delete(path, t.zxid)
-	t.emit(proto.EventNodeDeleted, path)
-	t.emit(proto.EventNodeChildrenChanged, parentPath)
+	t.emit(proto.EventNodeDeleted, path, n.ACL)
+	t.emit(proto.EventNodeChildrenChanged, parentPath, parent.ACL)
 	return proto.OK
 }
 
@@ -363,7 +378,7 @@ func (t *txn) setData(path string, data []byte, version int32) (proto.Record, pr
 		return nil, proto.ErrBadVersion
 	}
 	n = t.f.tree.SetData(path, data, n.Version+1, t.zxid, t.e.Time)
-	t.emit(proto.EventNodeDataChanged, path)
+	t.emit(proto.EventNodeDataChanged, path, n.ACL)
 	return &proto.SetDataResponse{Stat: t.f.tree.Stat(n)}, proto.OK
 }
 
