@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -54,13 +55,25 @@ func (l *latency) reset() {
 	l.mu.Unlock()
 }
 
-func (l *latency) summary() (minMs int64, avgMs float64, maxMs int64, received, sent int64) {
+func (l *latency) summary() (minMs int64, avgMs string, maxMs int64, received, sent int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	avg := 0.0
 	if l.count > 0 {
-		avgMs = float64(l.total.Microseconds()) / float64(l.count) / 1000
+		avg = float64(l.total.Microseconds()) / float64(l.count) / 1000
 	}
-	return l.min.Milliseconds(), avgMs, l.max.Milliseconds(), l.received, l.sent
+	return l.min.Milliseconds(), javaDouble(avg), l.max.Milliseconds(), l.received, l.sent
+}
+
+// javaDouble formats a float as Java's Double.toString does for the
+// values latencies take ("0.0", "11.0", "0.25"), which is what tools that
+// parse srvr and mntr have seen from ZooKeeper.
+func javaDouble(v float64) string {
+	s := strconv.FormatFloat(v, 'f', -1, 64)
+	if !strings.Contains(s, ".") {
+		s += ".0"
+	}
+	return s
 }
 
 // FourLetter answers the four-letter words allowed by
@@ -190,7 +203,7 @@ func (s *Server) srvr(withClients bool) string {
 	s.mu.RLock()
 	zxid, nodes := s.fsm.LastZxid(), s.fsm.Tree().Len()
 	s.mu.RUnlock()
-	fmt.Fprintf(&b, "Latency min/avg/max: %d/%.4f/%d\n", minL, avgL, maxL)
+	fmt.Fprintf(&b, "Latency min/avg/max: %d/%s/%d\n", minL, avgL, maxL)
 	fmt.Fprintf(&b, "Received: %d\nSent: %d\nConnections: %d\nOutstanding: %d\n", recv, sent, len(conns), outstanding)
 	fmt.Fprintf(&b, "Zxid: 0x%x\nMode: %s\nNode count: %d\n", zxid, s.mode(), nodes)
 	return b.String()
@@ -210,10 +223,13 @@ func (s *Server) mntr() string {
 	s.wmu.Lock()
 	watches := s.watches.Count()
 	s.wmu.Unlock()
+	s.smu.Lock()
+	sessions := s.tracker.Len()
+	s.smu.Unlock()
 	lines := [][2]string{
 		{"zk_version", Version + ", built on " + buildDate},
 		{"zk_server_state", s.mode()},
-		{"zk_avg_latency", fmt.Sprintf("%.4f", avgL)},
+		{"zk_avg_latency", avgL},
 		{"zk_max_latency", fmt.Sprint(maxL)},
 		{"zk_min_latency", fmt.Sprint(minL)},
 		{"zk_packets_received", fmt.Sprint(recv)},
@@ -223,6 +239,8 @@ func (s *Server) mntr() string {
 		{"zk_znode_count", fmt.Sprint(nodes)},
 		{"zk_watch_count", fmt.Sprint(watches)},
 		{"zk_ephemerals_count", fmt.Sprint(ephemerals)},
+		{"zk_global_sessions", fmt.Sprint(sessions)},
+		{"zk_local_sessions", "0"},
 		{"zk_approximate_data_size", fmt.Sprint(size)},
 		{"zk_open_file_descriptor_count", fmt.Sprint(openFDs())},
 		{"zk_uptime", fmt.Sprint(time.Since(s.started).Milliseconds())},
@@ -250,15 +268,29 @@ func (s *Server) envi() string {
 	return strings.Join(lines, "\n") + "\n"
 }
 
+// dump lists sessions by expiry bucket, then ephemeral nodes by session,
+// in the layout of ZooKeeper's dump.
 func (s *Server) dump() string {
 	var b strings.Builder
 	s.smu.Lock()
 	infos := s.tracker.Sessions()
 	s.smu.Unlock()
-	b.WriteString("SessionTracker dump:\n")
-	fmt.Fprintf(&b, "Session Sets (%d)/(%d):\n", len(infos), len(infos))
+	buckets := map[time.Time][]session.ID{}
+	var times []time.Time
 	for _, in := range infos {
-		fmt.Fprintf(&b, "%s\n", in.ID)
+		if _, ok := buckets[in.Expires]; !ok {
+			times = append(times, in.Expires)
+		}
+		buckets[in.Expires] = append(buckets[in.Expires], in.ID)
+	}
+	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
+	b.WriteString("SessionTracker dump:\n")
+	fmt.Fprintf(&b, "Session Sets (%d)/(%d):\n", len(times), len(infos))
+	for _, at := range times {
+		fmt.Fprintf(&b, "%d expire at %s:\n", len(buckets[at]), at.Format(javaDate))
+		for _, id := range buckets[at] {
+			fmt.Fprintf(&b, "\t%s\n", id)
+		}
 	}
 	s.mu.RLock()
 	t := s.fsm.Tree()
@@ -271,9 +303,19 @@ func (s *Server) dump() string {
 		}
 	}
 	s.mu.RUnlock()
-	b.WriteString("Connections with Ephemerals (0):\n")
+	conns := s.connections()
+	fmt.Fprintf(&b, "Connections dump:\nConnections Sets (%d)/(%d):\n", min(1, len(conns)), len(conns))
+	if len(conns) > 0 {
+		fmt.Fprintf(&b, "%d expire at %s:\n", len(conns), time.Now().Format(javaDate))
+		for _, c := range conns {
+			fmt.Fprintf(&b, "\tip: /%s sessionId: %s\n", c.RemoteAddr(), session.ID(c.Session()))
+		}
+	}
 	return b.String()
 }
+
+// javaDate is the layout of Java's Date.toString.
+const javaDate = "Mon Jan 02 15:04:05 MST 2006"
 
 func (s *Server) runtime() config.Runtime {
 	snapDir, _ := filepath.Abs(filepath.Join(s.cfg.DataDir, "snap"))

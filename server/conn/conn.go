@@ -511,7 +511,11 @@ func (c *Conn) reply(it *item) {
 	s := &c.stats
 	s.mu.Lock()
 	s.Sent++
-	s.LastOp, s.LastCxid, s.LastZxid, s.LastLatency = it.op.String(), it.xid, it.reply.Zxid, lat
+	op, ok := shortOp[it.op]
+	if !ok {
+		op = "NA"
+	}
+	s.LastOp, s.LastCxid, s.LastZxid, s.LastLatency = op, it.xid, it.reply.Zxid, lat
 	if s.completed == 0 || lat < s.MinLatency {
 		s.MinLatency = lat
 	}

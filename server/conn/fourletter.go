@@ -3,6 +3,8 @@ package conn
 import (
 	"fmt"
 	"time"
+
+	"github.com/collie-io/collie/proto"
 )
 
 // fourLetterWords are the commands ZooKeeper 3.8 answers on the client port
@@ -34,10 +36,10 @@ func (c *Conn) ConsLine() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	queued := len(c.slots)
-	line := fmt.Sprintf(" %s[1](queued=%d,recved=%d,sent=%d", formatAddr(c.nc.RemoteAddr().String()), queued, s.Received, s.Sent)
 	if c.session == 0 {
-		return line + ")\n"
+		return fmt.Sprintf(" %s[0](queued=%d,recved=%d,sent=%d)\n", formatAddr(c.nc.RemoteAddr().String()), queued, s.Received, s.Sent)
 	}
+	line := fmt.Sprintf(" %s[1](queued=%d,recved=%d,sent=%d", formatAddr(c.nc.RemoteAddr().String()), queued, s.Received, s.Sent)
 	avg := time.Duration(0)
 	if s.completed > 0 {
 		avg = s.totalLatency / time.Duration(s.completed)
@@ -49,6 +51,19 @@ func (c *Conn) ConsLine() string {
 	return line + fmt.Sprintf(",sid=%s,lop=%s,est=%d,to=%d,lcxid=0x%x,lzxid=0x%x,lresp=%d,llat=%d,minlat=%d,avglat=%d,maxlat=%d)\n",
 		sessionHex(c.session), lop, c.started.UnixMilli(), c.timeout.Milliseconds(), uint32(s.LastCxid), uint64(s.LastZxid),
 		time.Now().UnixMilli(), s.LastLatency.Milliseconds(), s.MinLatency.Milliseconds(), avg.Milliseconds(), s.MaxLatency.Milliseconds())
+}
+
+// shortOp is the four-letter name ZooKeeper's cons shows for the last
+// operation of a connection.
+var shortOp = map[proto.OpCode]string{
+	proto.OpPing: "PING", proto.OpCreateSession: "SESS", proto.OpMulti: "MULT", proto.OpMultiRead: "MLTR",
+	proto.OpCreate: "CREA", proto.OpCreate2: "CREA", proto.OpCreateTTL: "CREA", proto.OpCreateContainer: "CREA",
+	proto.OpDelete: "DELE", proto.OpDeleteContainer: "DELE", proto.OpSetData: "SETD", proto.OpReconfig: "RECO",
+	proto.OpSetACL: "SETA", proto.OpCloseSession: "CLOS", proto.OpSync: "SYNC", proto.OpCheck: "CHEC",
+	proto.OpExists: "EXIS", proto.OpGetData: "GETD", proto.OpSetWatches: "SETW", proto.OpSetWatches2: "STW2",
+	proto.OpAddWatch: "ADDW", proto.OpGetACL: "GETA", proto.OpGetChildren: "GETC", proto.OpGetChildren2: "GETC",
+	proto.OpGetAllChildrenNumber: "GETACN", proto.OpCheckWatches: "CHKW", proto.OpRemoveWatches: "REMW",
+	proto.OpWhoAmI: "HOMI", proto.OpGetEphemerals: "GETE",
 }
 
 // ResetStats clears the connection's counters (crst, srst).
