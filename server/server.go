@@ -133,25 +133,55 @@ func New(cfg config.Config, logger *slog.Logger) (*Server, error) {
 
 // loadSecret reads the secret that session passwords are derived from,
 // creating it on first start. It must not change while sessions live, so
-// it is kept beside the data.
+// it is kept beside the data and made durable before first use.
 func loadSecret(path string) ([]byte, error) {
 	b, err := os.ReadFile(path)
-	if err == nil && len(b) == 32 {
+	switch {
+	case err == nil && len(b) == secretLen:
 		return b, nil
-	}
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	case err == nil:
+		return nil, fmt.Errorf("server: session secret %s is damaged (%d bytes): remove it to start with a new one; open sessions will then have to start over", path, len(b))
+	case !errors.Is(err, os.ErrNotExist):
 		return nil, fmt.Errorf("server: read session secret: %w", err)
 	}
-	b = make([]byte, 32)
+	b = make([]byte, secretLen)
 	rand.Read(b)
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return nil, fmt.Errorf("server: write session secret: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := writeFileSync(path, b); err != nil {
 		return nil, fmt.Errorf("server: write session secret: %w", err)
 	}
 	return b, nil
+}
+
+const secretLen = 32
+
+// writeFileSync writes a file so that a crash leaves either no file or the
+// whole of it: temporary file, fsync, rename, fsync of the directory.
+func writeFileSync(path string, b []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	dir, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	return dir.Sync()
 }
 
 // Addr returns the client listener's address once Run has started
