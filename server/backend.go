@@ -133,23 +133,46 @@ func (s *Server) Authenticate(c *conn.Conn, scheme string, auth []byte) ([]proto
 	return nil, false
 }
 
-// Local answers requests that do not go through the log.
-func (s *Server) Local(ctx context.Context, c *conn.Conn, op proto.OpCode, req proto.Record, auth []proto.ID) conn.Reply {
+// Local answers requests that do not go through the log. It hands the
+// reply to send while it still holds mu, so the reply is queued before the
+// event of any later change: a client must see the reply that set a watch
+// before that watch's event, or it drops the event as unknown.
+func (s *Server) Local(ctx context.Context, c *conn.Conn, op proto.OpCode, req proto.Record, auth []proto.ID, send func(conn.Reply)) {
 	s.counters.reads.Add(1)
+	if op == proto.OpSync {
+		// Waiting needs the apply loop, which needs mu: wait first.
+		err := s.sync(ctx)
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+		if err != nil {
+			send(conn.Reply{Zxid: s.fsm.LastZxid(), Err: proto.ErrConnectionLoss})
+			return
+		}
+		send(conn.Reply{Zxid: s.fsm.LastZxid(), Resp: &proto.SyncResponse{Path: req.(*proto.SyncRequest).Path}})
+		return
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	r := s.local(c, op, req, auth)
+	r.Zxid = s.fsm.LastZxid()
+	send(r)
+}
+
+// local answers a local request. Called with mu held for reading.
+func (s *Server) local(c *conn.Conn, op proto.OpCode, req proto.Record, auth []proto.ID) conn.Reply {
 	switch op {
 	case proto.OpPing:
-		return conn.Reply{Zxid: s.LastZxid()}
-	case proto.OpSync:
-		return s.sync(ctx, req.(*proto.SyncRequest))
+		return conn.Reply{}
 	case proto.OpWhoAmI:
-		return conn.Reply{Zxid: s.LastZxid(), Resp: &proto.WhoAmIResponse{ClientInfo: fsm.WhoAmI(auth)}}
+		return conn.Reply{Resp: &proto.WhoAmIResponse{ClientInfo: fsm.WhoAmI(auth)}}
 	case proto.OpReconfig:
-		return conn.Reply{Zxid: s.LastZxid(), Err: proto.ErrReconfigDisabled}
+		return conn.Reply{Err: proto.ErrReconfigDisabled}
 	case proto.OpDeleteContainer:
 		// Only the server's own sweeper deletes containers.
-		return conn.Reply{Zxid: s.LastZxid(), Err: proto.ErrBadArguments}
+		return conn.Reply{Err: proto.ErrBadArguments}
 	case proto.OpSetWatches, proto.OpSetWatches2:
-		return s.setWatches(c, req)
+		s.setWatches(c, req)
+		return conn.Reply{}
 	case proto.OpAddWatch:
 		r := req.(*proto.AddWatchRequest)
 		kind := watch.Persistent
@@ -158,15 +181,12 @@ func (s *Server) Local(ctx context.Context, c *conn.Conn, op proto.OpCode, req p
 		} else if r.Mode != proto.AddWatchPersistent {
 			// ZooKeeper fails to map an unknown mode and answers with a
 			// marshalling error.
-			return conn.Reply{Zxid: s.LastZxid(), Err: proto.ErrMarshallingError}
+			return conn.Reply{Err: proto.ErrMarshallingError}
 		}
-		s.mu.RLock()
 		s.wmu.Lock()
 		s.watches.Add(c, r.Path, kind)
 		s.wmu.Unlock()
-		zxid := s.fsm.LastZxid()
-		s.mu.RUnlock()
-		return conn.Reply{Zxid: zxid, Resp: &proto.ErrorResponse{Err: proto.OK}}
+		return conn.Reply{Resp: &proto.ErrorResponse{Err: proto.OK}}
 	case proto.OpCheckWatches, proto.OpRemoveWatches:
 		var path string
 		var typ proto.WatcherType
@@ -185,22 +205,20 @@ func (s *Server) Local(ctx context.Context, c *conn.Conn, op proto.OpCode, req p
 		}
 		s.wmu.Unlock()
 		if !found {
-			return conn.Reply{Zxid: s.LastZxid(), Err: proto.ErrNoWatcher}
+			return conn.Reply{Err: proto.ErrNoWatcher}
 		}
-		return conn.Reply{Zxid: s.LastZxid()}
+		return conn.Reply{}
 	}
 	if !fsm.IsRead(op) {
-		return conn.Reply{Zxid: s.LastZxid(), Err: proto.ErrUnimplemented}
+		return conn.Reply{Err: proto.ErrUnimplemented}
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
 	resp, code := s.fsm.Read(c.Session(), op, req, auth)
 	if path, kind, ok := watchOf(req, code); ok {
 		s.wmu.Lock()
 		s.watches.Add(c, path, kind)
 		s.wmu.Unlock()
 	}
-	return conn.Reply{Zxid: s.fsm.LastZxid(), Err: code, Resp: resp}
+	return conn.Reply{Err: code, Resp: resp}
 }
 
 // watchOf returns the watch a read asks to set: exists sets one whether or
@@ -224,7 +242,9 @@ func watchOf(req proto.Record, code proto.Code) (string, watch.Kind, bool) {
 	return "", 0, false
 }
 
-func (s *Server) setWatches(c *conn.Conn, req proto.Record) conn.Reply {
+// setWatches re-arms a reconnecting client's watches and fires those whose
+// change it missed. Called with mu held for reading.
+func (s *Server) setWatches(c *conn.Conn, req proto.Record) {
 	var sw proto.SetWatches2
 	switch r := req.(type) {
 	case *proto.SetWatches:
@@ -232,8 +252,6 @@ func (s *Server) setWatches(c *conn.Conn, req proto.Record) conn.Reply {
 	case *proto.SetWatches2:
 		sw = *r
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	t := s.fsm.Tree()
@@ -247,21 +265,17 @@ func (s *Server) setWatches(c *conn.Conn, req proto.Record) conn.Reply {
 	for _, d := range deliveries {
 		d.Watcher.Notify(d.Event)
 	}
-	return conn.Reply{Zxid: s.fsm.LastZxid()}
 }
 
-// sync answers once this server has applied everything committed when the
+// sync waits until this server has applied everything committed when the
 // sync arrived.
-func (s *Server) sync(ctx context.Context, r *proto.SyncRequest) conn.Reply {
+func (s *Server) sync(ctx context.Context) error {
 	done := make(chan error, 1)
 	s.node.ReadIndex(func(_ uint64, err error) { done <- err })
 	select {
 	case err := <-done:
-		if err != nil {
-			return conn.Reply{Zxid: s.LastZxid(), Err: proto.ErrConnectionLoss}
-		}
+		return err
 	case <-ctx.Done():
-		return conn.Reply{Zxid: s.LastZxid(), Err: proto.ErrConnectionLoss}
+		return ctx.Err()
 	}
-	return conn.Reply{Zxid: s.LastZxid(), Resp: &proto.SyncResponse{Path: r.Path}}
 }

@@ -31,8 +31,11 @@ type Backend interface {
 	// zxid, error code and response record.
 	Write(c *Conn, op proto.OpCode, body []byte, auth []proto.ID, done func(Reply))
 	// Local answers a request that does not go through the log (reads,
-	// watches, sync, whoAmI, ping) at its turn in the session's order.
-	Local(ctx context.Context, c *Conn, op proto.OpCode, req proto.Record, auth []proto.ID) Reply
+	// watches, sync, whoAmI, ping) at its turn in the session's order. It
+	// calls send exactly once, before it returns, while the state it read
+	// cannot change: send queues the reply, so no watch event of a later
+	// change can overtake it.
+	Local(ctx context.Context, c *Conn, op proto.OpCode, req proto.Record, auth []proto.ID, send func(Reply))
 	// Authenticate checks an auth packet and returns the identities it
 	// adds, or false when authentication fails.
 	Authenticate(c *Conn, scheme string, auth []byte) ([]proto.ID, bool)
@@ -475,11 +478,15 @@ func (c *Conn) process() {
 			if head.write && !head.done {
 				break
 			}
-			if !head.done {
-				head.reply = c.backend.Local(c.ctx, c, head.op, head.req, head.auth)
-			}
 			fifo = fifo[1:]
-			c.reply(head)
+			if head.done {
+				c.reply(head)
+			} else {
+				c.backend.Local(c.ctx, c, head.op, head.req, head.auth, func(r Reply) {
+					head.reply = r
+					c.reply(head)
+				})
+			}
 			<-c.slots
 			if head.reply.Close {
 				c.out.closeAfterDrain()
