@@ -3,9 +3,9 @@ package zkcompat
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
