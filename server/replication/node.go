@@ -128,7 +128,9 @@ func Start(cfg Config) (*Node, error) {
 		if err := cfg.FSM.Restore(snap.Data); err != nil {
 			return nil, fmt.Errorf("replication: restore snapshot at %d: %w", snap.Metadata.Index, err)
 		}
-		if err := n.mem.ApplySnapshot(snap); err != nil {
+		meta := snap
+		meta.Data = nil
+		if err := n.mem.ApplySnapshot(meta); err != nil {
 			return nil, fmt.Errorf("replication: %w", err)
 		}
 		n.applied = snap.Metadata.Index
@@ -402,6 +404,9 @@ func (n *Node) handleReady(rd raft.Ready) error {
 	if err := n.maybeSnapshot(); err != nil {
 		return err
 	}
+	if err := n.trimLog(); err != nil {
+		return err
+	}
 	n.rn.Advance(rd)
 	return nil
 }
@@ -428,6 +433,27 @@ func (n *Node) releaseWaitingReads() {
 	n.waiting = kept
 }
 
+// keepEntries is how many applied entries the in-memory log keeps for
+// followers to catch up from; older ones are only in the WAL.
+const keepEntries = 5000
+
+// trimLog drops applied entries from the in-memory log beyond keepEntries,
+// in steps of keepEntries so the copying is amortised. Between snapshots
+// the log would otherwise hold up to SnapCount entries in memory.
+func (n *Node) trimLog() error {
+	first, err := n.mem.FirstIndex()
+	if err != nil {
+		return err
+	}
+	if n.applied < first+2*keepEntries {
+		return nil
+	}
+	if err := n.mem.Compact(n.applied - keepEntries); err != nil && !errors.Is(err, raft.ErrCompacted) {
+		return fmt.Errorf("trim raft log: %w", err)
+	}
+	return nil
+}
+
 func (n *Node) maybeSnapshot() error {
 	if n.cfg.SnapCount == 0 || n.applied-n.snapIndex < n.cfg.SnapCount {
 		return nil
@@ -437,10 +463,13 @@ func (n *Node) maybeSnapshot() error {
 	if err != nil {
 		return fmt.Errorf("snapshot state machine: %w", err)
 	}
-	snap, err := n.mem.CreateSnapshot(n.applied, &n.conf, data)
+	// The in-memory log keeps the snapshot's metadata only: the data can
+	// be hundreds of megabytes and is on disk.
+	snap, err := n.mem.CreateSnapshot(n.applied, &n.conf, nil)
 	if err != nil {
 		return fmt.Errorf("create snapshot at %d: %w", n.applied, err)
 	}
+	snap.Data = data
 	if err := n.cfg.Storage.SaveSnapshot(snap); err != nil {
 		return fmt.Errorf("save snapshot at %d: %w", n.applied, err)
 	}
