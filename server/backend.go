@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"net"
 	"time"
 
 	"github.com/collie-io/collie/proto"
@@ -99,7 +100,6 @@ func (s *Server) Detach(c *conn.Conn) {
 
 // Write proposes a client's write.
 func (s *Server) Write(c *conn.Conn, op proto.OpCode, body []byte, auth []proto.ID, done func(conn.Reply)) {
-	s.counters.writes.Add(1)
 	e := &fsm.Entry{Type: fsm.EntryRequest, Session: c.Session(), Op: op, Auth: auth, Body: body}
 	if op == proto.OpCloseSession {
 		e = &fsm.Entry{Type: fsm.EntryCloseSession, Session: c.Session()}
@@ -125,7 +125,7 @@ func (s *Server) Authenticate(c *conn.Conn, scheme string, auth []byte) ([]proto
 		return ids, true
 	case tree.SchemeIP:
 		host := c.RemoteAddr().String()
-		if h, _, err := splitHostPort(host); err == nil {
+		if h, _, err := net.SplitHostPort(host); err == nil {
 			host = h
 		}
 		return []proto.ID{{Scheme: tree.SchemeIP, ID: host}}, true
@@ -138,7 +138,6 @@ func (s *Server) Authenticate(c *conn.Conn, scheme string, auth []byte) ([]proto
 // event of any later change: a client must see the reply that set a watch
 // before that watch's event, or it drops the event as unknown.
 func (s *Server) Local(ctx context.Context, c *conn.Conn, op proto.OpCode, req proto.Record, auth []proto.ID, send func(conn.Reply)) {
-	s.counters.reads.Add(1)
 	if op == proto.OpSync {
 		// Waiting needs the apply loop, which needs mu: wait first.
 		err := s.sync(ctx)

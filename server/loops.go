@@ -2,19 +2,10 @@ package server
 
 import (
 	"context"
-	"net"
-	"sync/atomic"
 	"time"
 
 	"github.com/collie-io/collie/server/fsm"
-	"github.com/collie-io/collie/server/session"
 )
-
-type counters struct {
-	reads, writes atomic.Int64
-}
-
-func splitHostPort(addr string) (string, string, error) { return net.SplitHostPort(addr) }
 
 // expireSessions proposes the closing of every session whose timeout has
 // passed without activity, checking once per tick as ZooKeeper's tracker.
@@ -71,5 +62,3 @@ func (s *Server) sweepContainers(ctx context.Context) {
 		}
 	}
 }
-
-var _ = session.ID(0)

@@ -56,13 +56,12 @@ type Server struct {
 	waiters   map[uint64]func(fsm.Result)
 	reqSeq    uint64
 
-	ln       net.Listener
-	lnReady  chan struct{}
-	closing  chan struct{}
-	closeMu  sync.Once
-	wg       sync.WaitGroup
-	counters counters
-	latency  latency
+	ln      net.Listener
+	lnReady chan struct{}
+	closing chan struct{}
+	closeMu sync.Once
+	wg      sync.WaitGroup
+	latency latency
 }
 
 // New opens the data directory, replays snapshot and log into the state

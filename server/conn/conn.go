@@ -338,9 +338,8 @@ func (c *Conn) handshake() bool {
 // read decodes requests until the connection fails.
 func (c *Conn) read() {
 	var lenBuf [4]byte
-	r := &deadlineReader{c: c}
 	for {
-		b, err := c.readFrame(r, lenBuf[:])
+		b, err := c.readFrame(c.nc, lenBuf[:])
 		if err != nil {
 			if !errors.Is(err, net.ErrClosed) && !errors.Is(err, io.EOF) {
 				c.log.Debug("closing connection", "err", err, "session", sessionHex(c.session))
@@ -414,12 +413,6 @@ func isWrite(op proto.OpCode) bool {
 	}
 	return false
 }
-
-// deadlineReader reads from the socket; blocking reads end when the
-// connection is closed.
-type deadlineReader struct{ c *Conn }
-
-func (r *deadlineReader) Read(p []byte) (int, error) { return r.c.nc.Read(p) }
 
 func (c *Conn) authenticate(xid int32, body []byte) bool {
 	var pkt proto.AuthPacket

@@ -389,10 +389,9 @@ func (n *Node) handleReady(rd raft.Ready) error {
 	for _, rs := range rd.ReadStates {
 		if r, ok := n.pendingReads[string(rs.RequestCtx)]; ok {
 			delete(n.pendingReads, string(rs.RequestCtx))
-			// Committed entries up to rs.Index are applied by the time
-			// this Ready is done only if applied has reached it; with a
-			// single state machine goroutine that is the case once the
-			// entries of this and earlier Readies are applied.
+			// The read may be answered once everything committed when it
+			// arrived (rs.Index) is applied; a later Ready may bring those
+			// entries.
 			if n.applied >= rs.Index {
 				r.done(rs.Index, nil)
 			} else {
@@ -411,7 +410,7 @@ func (n *Node) handleReady(rd raft.Ready) error {
 	return nil
 }
 
-// waitingReads are reads whose index is committed but not yet applied.
+// waitingRead is a read whose index is committed but not yet applied.
 type waitingRead struct {
 	index uint64
 	r     readRequest
