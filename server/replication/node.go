@@ -198,8 +198,20 @@ func Start(cfg Config) (*Node, error) {
 func (n *Node) Propose(data []byte, failed func(error)) {
 	select {
 	case n.propc <- proposal{data: data, failed: failed}:
+		n.drainIfStopped()
 	case <-n.donec:
 		failed(ErrStopped)
+	}
+}
+
+// drainIfStopped fails whatever is queued once the node has stopped: a
+// proposal or read queued after the node's final drain would otherwise
+// wait forever.
+func (n *Node) drainIfStopped() {
+	select {
+	case <-n.donec:
+		n.failQueued(ErrStopped)
+	default:
 	}
 }
 
@@ -209,6 +221,7 @@ func (n *Node) Propose(data []byte, failed func(error)) {
 func (n *Node) ReadIndex(done func(index uint64, err error)) {
 	select {
 	case n.readc <- readRequest{done: done}:
+		n.drainIfStopped()
 	case <-n.donec:
 		done(0, ErrStopped)
 	}
@@ -311,7 +324,9 @@ func (n *Node) propose(p proposal, dropped []proposal) []proposal {
 	return dropped
 }
 
-func (n *Node) failPending(err error) {
+// failQueued fails every proposal and read still queued. Safe from any
+// goroutine: each queued item is taken out exactly once.
+func (n *Node) failQueued(err error) {
 	for {
 		select {
 		case p := <-n.propc:
@@ -319,13 +334,23 @@ func (n *Node) failPending(err error) {
 		case r := <-n.readc:
 			r.done(0, err)
 		default:
-			for k, r := range n.pendingReads {
-				r.done(0, err)
-				delete(n.pendingReads, k)
-			}
 			return
 		}
 	}
+}
+
+// failPending fails the queued work and the reads raft holds. Called by
+// run only.
+func (n *Node) failPending(err error) {
+	n.failQueued(err)
+	for k, r := range n.pendingReads {
+		r.done(0, err)
+		delete(n.pendingReads, k)
+	}
+	for _, w := range n.waiting {
+		w.r.done(0, err)
+	}
+	n.waiting = nil
 }
 
 func (n *Node) handleReady(rd raft.Ready) error {

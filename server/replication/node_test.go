@@ -1,0 +1,233 @@
+package replication
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+)
+
+// memStorage is Storage in memory, kept across node restarts the way a
+// disk would be.
+type memStorage struct {
+	// gate, if set, holds each Save of entries until the test lets it go.
+	gate atomic.Pointer[gate]
+
+	mu    sync.Mutex
+	snap  raftpb.Snapshot
+	st    raftpb.HardState
+	ents  []raftpb.Entry
+	saves int
+}
+
+func (m *memStorage) Load() (raftpb.Snapshot, raftpb.HardState, []raftpb.Entry, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var ents []raftpb.Entry
+	for _, e := range m.ents {
+		if e.Index > m.snap.Metadata.Index {
+			ents = append(ents, e)
+		}
+	}
+	return m.snap, m.st, ents, nil
+}
+
+func (m *memStorage) Save(st raftpb.HardState, ents []raftpb.Entry) error {
+	if g := m.gate.Load(); g != nil && len(ents) > 0 {
+		g.blocked <- struct{}{}
+		<-g.release
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !raft.IsEmptyHardState(st) {
+		m.st = st
+	}
+	if len(ents) > 0 {
+		// Entries replace any suffix they overlap, as in a WAL.
+		first := ents[0].Index
+		m.ents = slices.DeleteFunc(m.ents, func(e raftpb.Entry) bool { return e.Index >= first })
+		m.ents = append(m.ents, ents...)
+		m.saves++
+	}
+	return nil
+}
+
+// gate lets a test stop Save: Save sends on blocked, then waits on release.
+type gate struct{ blocked, release chan struct{} }
+
+func (m *memStorage) SaveSnapshot(s raftpb.Snapshot) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.snap = s
+	return nil
+}
+
+func (m *memStorage) Compact(uint64) error { return nil }
+func (m *memStorage) Close() error         { return nil }
+
+// sumFSM adds up the uint64 carried by each normal entry.
+type sumFSM struct {
+	mu      sync.Mutex
+	sum     uint64
+	applied []uint64
+}
+
+func (f *sumFSM) Apply(ents []raftpb.Entry) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, e := range ents {
+		if e.Type == raftpb.EntryNormal && len(e.Data) == 8 {
+			v := binary.BigEndian.Uint64(e.Data)
+			f.sum += v
+			f.applied = append(f.applied, v)
+		}
+	}
+}
+
+func (f *sumFSM) Snapshot() ([]byte, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return binary.BigEndian.AppendUint64(nil, f.sum), nil
+}
+
+func (f *sumFSM) Restore(b []byte) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(b) != 8 {
+		return errors.New("bad snapshot")
+	}
+	f.sum = binary.BigEndian.Uint64(b)
+	return nil
+}
+
+func (f *sumFSM) state() (uint64, int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.sum, len(f.applied)
+}
+
+func start(t *testing.T, st *memStorage, fsm *sumFSM, snapCount uint64) *Node {
+	t.Helper()
+	n, err := Start(Config{ID: 1, Voters: []uint64{1}, TickInterval: 10 * time.Millisecond,
+		ElectionTicks: 10, HeartbeatTicks: 1, SnapCount: snapCount, Storage: st, FSM: fsm})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := n.WaitLeader(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func propose(n *Node, v uint64) {
+	n.Propose(binary.BigEndian.AppendUint64(nil, v), func(error) {})
+}
+
+func TestProposalsApplyInOrderAndSurviveRestart(t *testing.T) {
+	st, fsm := &memStorage{}, &sumFSM{}
+	n := start(t, st, fsm, 50)
+	for v := uint64(1); v <= 200; v++ {
+		propose(n, v)
+	}
+	waitFor(t, "200 entries applied", func() bool { _, c := fsm.state(); return c == 200 })
+	if !slices.IsSorted(fsm.applied) {
+		t.Fatal("entries applied out of order")
+	}
+	n.Stop()
+	n.Stop() // a second Stop is harmless
+	if st.snap.Metadata.Index == 0 {
+		t.Fatal("no snapshot taken with SnapCount 50")
+	}
+
+	// A restart restores the snapshot and replays the log after it.
+	restored := &sumFSM{}
+	n = start(t, st, restored, 50)
+	defer n.Stop()
+	want := uint64(200 * 201 / 2)
+	waitFor(t, "state restored", func() bool { s, _ := restored.state(); return s == want })
+	propose(n, 1000)
+	waitFor(t, "new entry applied", func() bool { s, _ := restored.state(); return s == want+1000 })
+}
+
+func TestReadIndexWaitsForApply(t *testing.T) {
+	st, fsm := &memStorage{}, &sumFSM{}
+	n := start(t, st, fsm, 0)
+	defer n.Stop()
+	for v := uint64(1); v <= 20; v++ {
+		propose(n, v)
+	}
+	done := make(chan uint64, 1)
+	n.ReadIndex(func(index uint64, err error) {
+		if err != nil {
+			t.Error(err)
+		}
+		done <- index
+	})
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("ReadIndex never answered")
+	}
+}
+
+func TestStoppedNodeRefusesWork(t *testing.T) {
+	n := start(t, &memStorage{}, &sumFSM{}, 0)
+	n.Stop()
+	failed := make(chan error, 1)
+	n.Propose([]byte("x"), func(err error) { failed <- err })
+	if err := <-failed; !errors.Is(err, ErrStopped) {
+		t.Fatalf("Propose after Stop: %v", err)
+	}
+	n.ReadIndex(func(_ uint64, err error) { failed <- err })
+	if err := <-failed; !errors.Is(err, ErrStopped) {
+		t.Fatalf("ReadIndex after Stop: %v", err)
+	}
+}
+
+// TestGroupCommit checks that proposals queued while the log is being
+// written share the next write: one fsync for all of them.
+func TestGroupCommit(t *testing.T) {
+	st, fsm := &memStorage{}, &sumFSM{}
+	n := start(t, st, fsm, 0)
+	defer n.Stop()
+	st.mu.Lock()
+	before := st.saves
+	st.mu.Unlock()
+	g := &gate{make(chan struct{}), make(chan struct{})}
+	st.gate.Store(g)
+	propose(n, 1)
+	<-g.blocked // the first write is under way and holds the loop
+	for v := uint64(2); v <= 101; v++ {
+		propose(n, v)
+	}
+	g.release <- struct{}{}
+	<-g.blocked // the second write: it must carry all 100 queued proposals
+	st.gate.Store(nil)
+	g.release <- struct{}{}
+	waitFor(t, "101 entries applied", func() bool { _, c := fsm.state(); return c == 101 })
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if got := st.saves - before; got != 2 {
+		t.Fatalf("%d log writes for 101 proposals, 100 of them queued during the first write; want 2", got)
+	}
+}
