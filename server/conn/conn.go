@@ -1,6 +1,7 @@
 package conn
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -338,8 +339,11 @@ func (c *Conn) handshake() bool {
 // read decodes requests until the connection fails.
 func (c *Conn) read() {
 	var lenBuf [4]byte
+	// Buffered, so a request usually costs one read system call, not one
+	// for its length and one for its body.
+	br := bufio.NewReaderSize(c.nc, 64<<10)
 	for {
-		b, err := c.readFrame(c.nc, lenBuf[:])
+		b, err := c.readFrame(br, lenBuf[:])
 		if err != nil {
 			if !errors.Is(err, net.ErrClosed) && !errors.Is(err, io.EOF) {
 				c.log.Debug("closing connection", "err", err, "session", sessionHex(c.session))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
@@ -81,6 +82,9 @@ type Node struct {
 	readSeq      uint64
 	wasLeader    bool
 	waiting      []waitingRead
+	// appliedBytes counts entry bytes applied since the log was last
+	// trimmed.
+	appliedBytes uint64
 
 	mu    sync.Mutex
 	state raft.StateType
@@ -410,6 +414,9 @@ func (n *Node) handleReady(rd raft.Ready) error {
 		}
 		n.cfg.FSM.Apply(rd.CommittedEntries)
 		n.applied = rd.CommittedEntries[len(rd.CommittedEntries)-1].Index
+		for _, e := range rd.CommittedEntries {
+			n.appliedBytes += uint64(len(e.Data))
+		}
 	}
 	for _, rs := range rd.ReadStates {
 		if r, ok := n.pendingReads[string(rs.RequestCtx)]; ok {
@@ -457,24 +464,40 @@ func (n *Node) releaseWaitingReads() {
 	n.waiting = kept
 }
 
-// keepEntries is how many applied entries the in-memory log keeps for
-// followers to catch up from; older ones are only in the WAL.
-const keepEntries = 5000
+// The in-memory log keeps at most keepEntries applied entries and about
+// keepBytes of them for followers to catch up from; older entries are only
+// in the WAL. Between snapshots it would otherwise hold up to SnapCount
+// entries of up to jute.maxbuffer each.
+const (
+	keepEntries = 5000
+	keepBytes   = 64 << 20
+)
 
-// trimLog drops applied entries from the in-memory log beyond keepEntries,
-// in steps of keepEntries so the copying is amortised. Between snapshots
-// the log would otherwise hold up to SnapCount entries in memory.
+// trimLog drops applied entries from the in-memory log beyond the limits,
+// once they are exceeded twice over, so the copying is amortised.
 func (n *Node) trimLog() error {
 	first, err := n.mem.FirstIndex()
 	if err != nil {
 		return err
 	}
-	if n.applied < first+2*keepEntries {
+	if n.appliedBytes < 2*keepBytes && n.applied < first+2*keepEntries {
 		return nil
 	}
-	if err := n.mem.Compact(n.applied - keepEntries); err != nil && !errors.Is(err, raft.ErrCompacted) {
+	lo := max(first, n.applied+1-min(n.applied, keepEntries))
+	ents, err := n.mem.Entries(lo, n.applied+1, math.MaxUint64)
+	if err != nil {
 		return fmt.Errorf("trim raft log: %w", err)
 	}
+	// Keep the newest entries that fit in keepBytes (at least one).
+	keep, size := 0, 0
+	for i := len(ents) - 1; i >= 0 && (keep == 0 || size+len(ents[i].Data) <= keepBytes); i-- {
+		size += len(ents[i].Data)
+		keep++
+	}
+	if err := n.mem.Compact(n.applied + 1 - uint64(max(keep, 1))); err != nil && !errors.Is(err, raft.ErrCompacted) {
+		return fmt.Errorf("trim raft log: %w", err)
+	}
+	n.appliedBytes = uint64(size)
 	return nil
 }
 

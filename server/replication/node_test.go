@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -229,5 +230,40 @@ func TestGroupCommit(t *testing.T) {
 	defer st.mu.Unlock()
 	if got := st.saves - before; got != 2 {
 		t.Fatalf("%d log writes for 101 proposals, 100 of them queued during the first write; want 2", got)
+	}
+}
+
+// TestInMemoryLogIsTrimmed checks that applied entries do not pile up in
+// memory between snapshots: by count, and by size for large entries.
+func TestInMemoryLogIsTrimmed(t *testing.T) {
+	st, fsm := &memStorage{}, &sumFSM{}
+	n := start(t, st, fsm, 0)
+	defer n.Stop()
+	big := make([]byte, 1<<20)
+	for range 200 {
+		n.Propose(big, func(error) {})
+	}
+	for v := uint64(1); v <= 3*keepEntries; v++ {
+		propose(n, v)
+	}
+	waitFor(t, "entries applied", func() bool { _, c := fsm.state(); return c == 3*keepEntries })
+	// Ask the node's goroutine for its log bounds through a read, which
+	// runs after the trim of the Ready that applied the last entry.
+	done := make(chan struct{})
+	n.ReadIndex(func(uint64, error) { close(done) })
+	<-done
+	n.Stop()
+	first, _ := n.mem.FirstIndex()
+	last, _ := n.mem.LastIndex()
+	if kept := last - first + 1; kept > 2*keepEntries {
+		t.Fatalf("in-memory log holds %d entries, want at most %d", kept, 2*keepEntries)
+	}
+	ents, _ := n.mem.Entries(first, last+1, math.MaxUint64)
+	size := 0
+	for _, e := range ents {
+		size += len(e.Data)
+	}
+	if size > 2*keepBytes+len(big) {
+		t.Fatalf("in-memory log holds %d bytes, want at most %d", size, 2*keepBytes)
 	}
 }
