@@ -73,6 +73,15 @@ func New(cfg config.Config, logger *slog.Logger) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	// Until ensembles are served, a configuration that describes one must
+	// not quietly start a lone server that clients would take for the
+	// ensemble.
+	if !cfg.Standalone {
+		return nil, fmt.Errorf("server: the configuration lists an ensemble of %d servers; this Collie version serves standalone only: remove the server.N lines to run one server", len(cfg.Servers))
+	}
+	if cfg.DynamicConfigFile != "" {
+		return nil, fmt.Errorf("server: dynamicConfigFile %q is not supported: put the server.N lines in the main configuration file", cfg.DynamicConfigFile)
+	}
 	s := &Server{
 		cfg:       cfg,
 		log:       logger,
