@@ -104,9 +104,9 @@ func TestLoadAgainstZooKeeper(t *testing.T) {
 	zkref.Require(t, zkref.Available())
 	bin := settings.bin
 	if bin == "" {
-		bin = benchBuildCollie(t)
+		bin = collieBinary(t)
 	}
-	collie := &benchCollie{bin: bin, dir: t.TempDir(), port: benchFreePort(t)}
+	collie := &benchCollie{bin: bin, dir: t.TempDir(), port: freeLocalPort(t)}
 	collie.start(t)
 	t.Cleanup(collie.kill)
 	zookeeper := &benchZooKeeper{opts: []zkref.Option{
@@ -216,20 +216,6 @@ type benchCollie struct {
 
 	cmd    *exec.Cmd
 	exited chan struct{}
-}
-
-func benchBuildCollie(t *testing.T) string {
-	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("build collie: %v", err)
-	}
-	bin := filepath.Join(t.TempDir(), "collie")
-	out, err := exec.Command(goBin, "build", "-o", bin, "github.com/collie-io/collie/cmd/collie").CombinedOutput()
-	if err != nil {
-		t.Fatalf("build collie: %v\n%s", err, out)
-	}
-	return bin
 }
 
 func (p *benchCollie) name() string    { return "Collie" }
@@ -455,16 +441,6 @@ func benchDial(t *testing.T, addr string) *zk.Conn {
 			t.Fatalf("no session with %s", addr)
 		}
 	}
-}
-
-func benchFreePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 func benchSessionPath(i int) string { return fmt.Sprintf("/bench/s%02d", i) }
