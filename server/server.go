@@ -444,16 +444,26 @@ func (s *Server) notify(res fsm.Result) {
 	}
 }
 
-func (sm *stateMachine) Snapshot() ([]byte, error) {
+// BeginSnapshot freezes the state between two applies and returns the
+// encoding, which reads the frozen state a chunk at a time under the read
+// lock, so applies go on between chunks.
+func (sm *stateMachine) BeginSnapshot() func() ([]byte, error) {
 	s := (*Server)(sm)
-	s.mu.RLock()
+	s.mu.Lock()
+	f := s.fsm
+	job := f.BeginSnapshot()
 	// Sized for the whole snapshot up front: growing a buffer of hundreds
 	// of megabytes by doubling costs more than encoding it.
-	t := s.fsm.Tree()
-	buf := bytesBuffer{b: make([]byte, 0, t.DataSize()+int64(t.Len())*96+4096)}
-	err := s.fsm.Save(&buf)
-	s.mu.RUnlock()
-	return buf.b, err
+	size := f.Tree().DataSize() + int64(f.Tree().Len())*96 + 4096
+	s.mu.Unlock()
+	return func() ([]byte, error) {
+		buf := bytesBuffer{b: make([]byte, 0, size)}
+		err := job.Write(&buf, s.mu.RLock, s.mu.RUnlock)
+		s.mu.Lock()
+		f.EndSnapshot()
+		s.mu.Unlock()
+		return buf.b, err
+	}
 }
 
 func (sm *stateMachine) Restore(data []byte) error {

@@ -21,8 +21,9 @@ import (
 //	         czxid, mzxid, pzxid, ctime, mtime longs,
 //	         version, cversion, aversion ints, ephemeralOwner long
 //
-// A snapshot is a consistent cut at Applied(): it is written between two
-// Apply calls.
+// A snapshot is a consistent cut at the Applied() of BeginSnapshot, even
+// when Apply runs while it is written. Nodes come in an order where every
+// parent precedes its children, not necessarily sorted.
 const (
 	snapMagic   = "CLSN"
 	snapVersion = 1
@@ -31,52 +32,96 @@ const (
 // ErrBadSnapshot is returned by Restore for a snapshot it cannot read.
 var ErrBadSnapshot = errors.New("fsm: bad snapshot")
 
-// Save writes the whole state to w.
+// Save writes the whole state to w. It needs exclusive access to the FSM
+// throughout; BeginSnapshot lets Apply go on while a snapshot is written.
 func (f *FSM) Save(w io.Writer) error {
+	job := f.BeginSnapshot()
+	defer f.EndSnapshot()
+	return job.Write(w, func() {}, func() {})
+}
+
+// SnapshotJob writes the state as it was when BeginSnapshot was called.
+type SnapshotJob struct {
+	f        *FSM
+	applied  uint64
+	lastZxid int64
+	sessions []Session
+	paths    []string
+}
+
+// BeginSnapshot freezes the state for a snapshot. It needs exclusive access
+// (no Apply at the same time) and is quick: it lists the paths. Until
+// EndSnapshot, Apply keeps the frozen state of what it changes, so the
+// job's Write can run beside it.
+func (f *FSM) BeginSnapshot() *SnapshotJob {
+	return &SnapshotJob{f: f, applied: f.applied, lastZxid: f.lastZxid, sessions: f.Sessions(), paths: f.tree.Freeze()}
+}
+
+// EndSnapshot ends the freeze of BeginSnapshot. It needs exclusive access.
+func (f *FSM) EndSnapshot() { f.tree.Thaw() }
+
+// snapshotChunk is how many nodes Write encodes per hold of the lock; a
+// variable so tests can interleave writes finely.
+var snapshotChunk = 4096
+
+// Write encodes the frozen state to w. It reads the tree only between
+// lock and unlock, a chunk of nodes at a time, so the caller can let Apply
+// run between chunks (lock and unlock take and release a read lock).
+func (j *SnapshotJob) Write(w io.Writer, lock, unlock func()) error {
 	bw := bufio.NewWriterSize(w, 1<<20)
 	e := proto.NewEncoder(make([]byte, 0, 4096))
 	e = proto.NewEncoder(append(e.Bytes(), snapMagic...))
 	e.Int(snapVersion)
-	e.Long(int64(f.applied))
-	e.Long(f.lastZxid)
-	sessions := f.Sessions()
-	e.Int(int32(len(sessions)))
-	for _, s := range sessions {
+	e.Long(int64(j.applied))
+	e.Long(j.lastZxid)
+	e.Int(int32(len(j.sessions)))
+	for _, s := range j.sessions {
 		e.Long(s.ID)
 		e.Int(s.Timeout)
 		e.Long(int64(s.Owner))
 	}
-	e.Int(int32(f.tree.Len()))
+	e.Int(int32(len(j.paths)))
 	if _, err := bw.Write(e.Bytes()); err != nil {
 		return fmt.Errorf("fsm: save snapshot: %w", err)
 	}
-	var werr error
-	buf := make([]byte, 0, 4096)
-	f.tree.Walk(func(path string, n *tree.Node) bool {
-		e := proto.NewEncoder(buf[:0])
-		e.String(path)
-		e.Buffer(n.Data)
-		e.ACLs(n.ACL)
-		e.Long(n.Czxid)
-		e.Long(n.Mzxid)
-		e.Long(n.Pzxid)
-		e.Long(n.Ctime)
-		e.Long(n.Mtime)
-		e.Int(n.Version)
-		e.Int(n.Cversion)
-		e.Int(n.Aversion)
-		e.Long(n.EphemeralOwner)
-		buf = e.Bytes()
-		_, werr = bw.Write(buf)
-		return werr == nil
-	})
-	if werr != nil {
-		return fmt.Errorf("fsm: save snapshot: %w", werr)
+	buf := make([]byte, 0, 64<<10)
+	for start := 0; start < len(j.paths); start += snapshotChunk {
+		buf = buf[:0]
+		lock()
+		for _, path := range j.paths[start:min(start+snapshotChunk, len(j.paths))] {
+			n, ok := j.f.tree.FrozenNode(path)
+			if !ok {
+				unlock()
+				panic(fmt.Sprintf("fsm: frozen path %q has no node", path))
+			}
+			buf = appendNode(buf, path, n)
+		}
+		unlock()
+		if _, err := bw.Write(buf); err != nil {
+			return fmt.Errorf("fsm: save snapshot: %w", err)
+		}
 	}
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("fsm: save snapshot: %w", err)
 	}
 	return nil
+}
+
+func appendNode(buf []byte, path string, n *tree.Node) []byte {
+	e := proto.NewEncoder(buf)
+	e.String(path)
+	e.Buffer(n.Data)
+	e.ACLs(n.ACL)
+	e.Long(n.Czxid)
+	e.Long(n.Mzxid)
+	e.Long(n.Pzxid)
+	e.Long(n.Ctime)
+	e.Long(n.Mtime)
+	e.Int(n.Version)
+	e.Int(n.Cversion)
+	e.Int(n.Aversion)
+	e.Long(n.EphemeralOwner)
+	return e.Bytes()
 }
 
 // Restore replaces the state with a snapshot written by Save.

@@ -11,8 +11,9 @@
 //     (every proposal queued at that moment rides on it: group commit);
 //  3. the entries are appended to the in-memory raft log, and messages sent;
 //  4. committed entries are handed to Apply, in log order;
-//  5. every SnapCount applied entries the state machine is snapshotted and
-//     the log compacted behind it;
+//  5. every SnapCount applied entries the state machine freezes its state
+//     and encodes it on another goroutine while applying goes on; when the
+//     encoding is done, run writes the snapshot and compacts the log;
 //  6. Advance.
 //
 // A write is acknowledged to its client from Apply, so only after the fsync

@@ -36,8 +36,11 @@ type StateMachine interface {
 	// normal entries with data (configuration changes, the empty entry of
 	// a new leader) are passed too, so the state machine can count them.
 	Apply(ents []raftpb.Entry)
-	// Snapshot returns the state as of the last applied entry.
-	Snapshot() ([]byte, error)
+	// BeginSnapshot freezes the state as of the last applied entry and
+	// returns a function that encodes it. The function runs on its own
+	// goroutine while Apply goes on, so a snapshot of a large state does
+	// not stall writes.
+	BeginSnapshot() (encode func() ([]byte, error))
 	// Restore replaces the state with a snapshot's data.
 	Restore(data []byte) error
 }
@@ -86,6 +89,12 @@ type Node struct {
 	// trimmed.
 	appliedBytes uint64
 
+	// snapc receives the snapshot being encoded; snapping is set while
+	// one is (owned by run).
+	snapc    chan snapResult
+	snapping bool
+	snapWG   sync.WaitGroup
+
 	mu    sync.Mutex
 	state raft.StateType
 	lead  uint64
@@ -122,6 +131,7 @@ func Start(cfg Config) (*Node, error) {
 		donec:        make(chan struct{}),
 		leader:       make(chan struct{}),
 		pendingReads: make(map[string]readRequest),
+		snapc:        make(chan snapResult, 1),
 	}
 	snap, st, ents, err := cfg.Storage.Load()
 	if err != nil {
@@ -278,6 +288,9 @@ func (n *Node) fail(err error) {
 func (n *Node) run() {
 	defer close(n.donec)
 	defer n.cfg.Storage.Close()
+	// A snapshot still being encoded finishes (its result is dropped)
+	// before the storage closes.
+	defer n.snapWG.Wait()
 	ticker := time.NewTicker(n.cfg.TickInterval)
 	defer ticker.Stop()
 	var dropped []proposal
@@ -299,6 +312,13 @@ func (n *Node) run() {
 				default:
 					break drain
 				}
+			}
+		case r := <-n.snapc:
+			if err := n.saveSnapshot(r); err != nil {
+				n.log.Error("replication stopped", "err", err)
+				n.fail(err)
+				n.failPending(err)
+				return
 			}
 		case r := <-n.readc:
 			n.readSeq++
@@ -501,40 +521,67 @@ func (n *Node) trimLog() error {
 	return nil
 }
 
+// snapResult is a snapshot encoded beside the loop.
+type snapResult struct {
+	index   uint64
+	conf    raftpb.ConfState
+	data    []byte
+	err     error
+	started time.Time
+}
+
+// maybeSnapshot starts a snapshot every SnapCount applied entries: the
+// state machine freezes its state here, between two applies, and encodes
+// it on another goroutine; saveSnapshot stores the result.
 func (n *Node) maybeSnapshot() error {
-	if n.cfg.SnapCount == 0 || n.applied-n.snapIndex < n.cfg.SnapCount {
+	if n.snapping || n.cfg.SnapCount == 0 || n.applied-n.snapIndex < n.cfg.SnapCount {
 		return nil
 	}
-	start := time.Now()
-	data, err := n.cfg.FSM.Snapshot()
-	if err != nil {
-		return fmt.Errorf("snapshot state machine: %w", err)
+	n.snapping = true
+	r := snapResult{index: n.applied, conf: n.conf, started: time.Now()}
+	encode := n.cfg.FSM.BeginSnapshot()
+	n.snapWG.Go(func() {
+		r.data, r.err = encode()
+		n.snapc <- r
+	})
+	return nil
+}
+
+// saveSnapshot stores an encoded snapshot and compacts the log behind it.
+func (n *Node) saveSnapshot(r snapResult) error {
+	n.snapping = false
+	if r.err != nil {
+		return fmt.Errorf("snapshot state machine at %d: %w", r.index, r.err)
+	}
+	if r.index <= n.snapIndex {
+		// A snapshot received meanwhile is newer.
+		return nil
 	}
 	// The in-memory log keeps the snapshot's metadata only: the data can
 	// be hundreds of megabytes and is on disk.
-	snap, err := n.mem.CreateSnapshot(n.applied, &n.conf, nil)
+	snap, err := n.mem.CreateSnapshot(r.index, &r.conf, nil)
 	if err != nil {
-		return fmt.Errorf("create snapshot at %d: %w", n.applied, err)
+		return fmt.Errorf("create snapshot at %d: %w", r.index, err)
 	}
-	snap.Data = data
+	snap.Data = r.data
 	if err := n.cfg.Storage.SaveSnapshot(snap); err != nil {
-		return fmt.Errorf("save snapshot at %d: %w", n.applied, err)
+		return fmt.Errorf("save snapshot at %d: %w", r.index, err)
 	}
 	// Keep some entries behind the snapshot so a slightly lagging
 	// follower catches up from the log rather than by snapshot.
-	compactTo := n.applied
+	compactTo := r.index
 	if keep := n.cfg.SnapCount / 10; compactTo > keep {
 		compactTo -= keep
 	}
-	if compactTo > n.snapIndex {
+	if first, _ := n.mem.FirstIndex(); compactTo >= first {
 		if err := n.mem.Compact(compactTo); err != nil && !errors.Is(err, raft.ErrCompacted) {
 			return fmt.Errorf("compact raft log to %d: %w", compactTo, err)
 		}
 	}
-	if err := n.cfg.Storage.Compact(n.applied); err != nil {
+	if err := n.cfg.Storage.Compact(r.index); err != nil {
 		n.log.Warn("cannot purge old log and snapshot files", "err", err)
 	}
-	n.snapIndex = n.applied
-	n.log.Info("snapshot saved", "index", n.applied, "bytes", len(data), "took", time.Since(start))
+	n.snapIndex = r.index
+	n.log.Info("snapshot saved", "index", r.index, "bytes", len(r.data), "took", time.Since(r.started))
 	return nil
 }

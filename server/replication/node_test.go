@@ -92,10 +92,11 @@ func (f *sumFSM) Apply(ents []raftpb.Entry) {
 	}
 }
 
-func (f *sumFSM) Snapshot() ([]byte, error) {
+func (f *sumFSM) BeginSnapshot() func() ([]byte, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return binary.BigEndian.AppendUint64(nil, f.sum), nil
+	data := binary.BigEndian.AppendUint64(nil, f.sum)
+	return func() ([]byte, error) { return data, nil }
 }
 
 func (f *sumFSM) Restore(b []byte) error {
@@ -154,6 +155,7 @@ func TestProposalsApplyInOrderAndSurviveRestart(t *testing.T) {
 	if !slices.IsSorted(fsm.applied) {
 		t.Fatal("entries applied out of order")
 	}
+	waitFor(t, "a snapshot saved", func() bool { st.mu.Lock(); defer st.mu.Unlock(); return st.snap.Metadata.Index != 0 })
 	n.Stop()
 	n.Stop() // a second Stop is harmless
 	if st.snap.Metadata.Index == 0 {

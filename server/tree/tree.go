@@ -117,6 +117,11 @@ type Tree struct {
 
 	// journal, when non-nil, records how to undo each mutation.
 	journal *[]undo
+
+	// frozen, while a snapshot is being written, holds the node at the
+	// freeze of every path changed since: a copy without children, or nil
+	// for a path that did not exist. Paths not in it are unchanged.
+	frozen map[string]*Node
 }
 
 // System nodes that every ZooKeeper 3.8 server has.
@@ -224,6 +229,8 @@ func SequenceName(path string, parentCversion int32) string {
 // becomes zxid.
 func (t *Tree) Create(path string, data []byte, acl []proto.ACL, owner int64, zxid, time int64) *Node {
 	parent := t.nodes[proto.Parent(path)]
+	t.preserve(path)
+	t.preserve(proto.Parent(path))
 	t.record(undo{kind: undoCreate, path: path, parentCversion: parent.Cversion, parentPzxid: parent.Pzxid})
 	n := &Node{
 		Data: data, ACL: t.acls.intern(acl),
@@ -245,6 +252,8 @@ func (t *Tree) Delete(path string, zxid int64) {
 		panic(fmt.Sprintf("tree: delete of %q which is missing or has children", path))
 	}
 	parent := t.nodes[proto.Parent(path)]
+	t.preserve(path)
+	t.preserve(proto.Parent(path))
 	t.record(undo{kind: undoDelete, path: path, node: n, parentCversion: parent.Cversion, parentPzxid: parent.Pzxid})
 	delete(parent.children, proto.Base(path))
 	if zxid > parent.Pzxid {
@@ -258,6 +267,7 @@ func (t *Tree) Delete(path string, zxid int64) {
 // SetData replaces a node's data and sets its version.
 func (t *Tree) SetData(path string, data []byte, version int32, zxid, time int64) *Node {
 	n := t.nodes[path]
+	t.preserve(path)
 	t.record(undo{kind: undoSetData, path: path, data: n.Data, version: n.Version, mzxid: n.Mzxid, mtime: n.Mtime})
 	t.dataSize += int64(len(data) - len(n.Data))
 	n.Data = data
@@ -270,6 +280,7 @@ func (t *Tree) SetData(path string, data []byte, version int32, zxid, time int64
 // SetACL replaces a node's ACL and sets its aversion.
 func (t *Tree) SetACL(path string, acl []proto.ACL, aversion int32) *Node {
 	n := t.nodes[path]
+	t.preserve(path)
 	t.record(undo{kind: undoSetACL, path: path, acl: n.ACL, version: n.Aversion})
 	n.ACL = t.acls.intern(acl)
 	n.Aversion = aversion
@@ -398,4 +409,61 @@ func (t *Tree) Restore(path string, n *Node) {
 		return
 	}
 	t.insert(path, n)
+}
+
+// Freeze starts a consistent cut for a snapshot and returns every path at
+// this moment, parents before children. Until Thaw, mutations keep the
+// state each node had at the freeze, so FrozenNode can read the cut while
+// the tree goes on changing: a snapshot is written beside writes instead
+// of stopping them.
+func (t *Tree) Freeze() []string {
+	t.frozen = make(map[string]*Node)
+	var byDepth [][]string
+	for p := range t.nodes {
+		d := strings.Count(p, "/")
+		if p == "/" {
+			d = 0
+		}
+		for len(byDepth) <= d {
+			byDepth = append(byDepth, nil)
+		}
+		byDepth[d] = append(byDepth[d], p)
+	}
+	paths := make([]string, 0, len(t.nodes))
+	for _, ps := range byDepth {
+		paths = append(paths, ps...)
+	}
+	return paths
+}
+
+// Thaw ends the cut started by Freeze.
+func (t *Tree) Thaw() { t.frozen = nil }
+
+// FrozenNode returns the node at path as it was at the freeze; false if it
+// did not exist then. Callers must not modify the node.
+func (t *Tree) FrozenNode(path string) (*Node, bool) {
+	if n, changed := t.frozen[path]; changed {
+		return n, n != nil
+	}
+	n, ok := t.nodes[path]
+	return n, ok
+}
+
+// preserve keeps the node at path as it is, if a snapshot's cut is open
+// and this is its first change since the freeze.
+func (t *Tree) preserve(path string) {
+	if t.frozen == nil {
+		return
+	}
+	if _, done := t.frozen[path]; done {
+		return
+	}
+	n, ok := t.nodes[path]
+	if !ok {
+		t.frozen[path] = nil
+		return
+	}
+	c := *n
+	c.children = nil
+	t.frozen[path] = &c
 }
