@@ -42,7 +42,8 @@ type Backend interface {
 	Authenticate(c *Conn, scheme string, auth []byte) ([]proto.ID, bool)
 	// Touch records activity of a session.
 	Touch(session int64)
-	// Detach is called once when a connection that had a session closes.
+	// Detach is called once when a connection closes, whether or not it
+	// got a session.
 	Detach(c *Conn)
 	// FourLetter answers a four-letter word, or returns false if it is not
 	// one or is not allowed.
@@ -177,6 +178,8 @@ func Serve(ctx context.Context, nc net.Conn, backend Backend, cfg Config) {
 
 	if !c.handshake() {
 		c.finish()
+		// OpenSession may have registered c before the handshake failed.
+		backend.Detach(c)
 		return
 	}
 	c.requests = make(chan *item, cfg.MaxOutstanding)
