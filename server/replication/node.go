@@ -93,6 +93,7 @@ type Node struct {
 	// one is (owned by run).
 	snapc    chan snapResult
 	snapping bool
+	snapAt   uint64 // the index of the snapshot being encoded
 	snapWG   sync.WaitGroup
 
 	mu    sync.Mutex
@@ -514,7 +515,13 @@ func (n *Node) trimLog() error {
 		size += len(ents[i].Data)
 		keep++
 	}
-	if err := n.mem.Compact(n.applied + 1 - uint64(max(keep, 1))); err != nil && !errors.Is(err, raft.ErrCompacted) {
+	compactTo := n.applied + 1 - uint64(max(keep, 1))
+	if n.snapping {
+		// The snapshot being encoded needs its own index in the log to
+		// be recorded when it is done.
+		compactTo = min(compactTo, n.snapAt)
+	}
+	if err := n.mem.Compact(compactTo); err != nil && !errors.Is(err, raft.ErrCompacted) {
 		return fmt.Errorf("trim raft log: %w", err)
 	}
 	n.appliedBytes = uint64(size)
@@ -537,7 +544,7 @@ func (n *Node) maybeSnapshot() error {
 	if n.snapping || n.cfg.SnapCount == 0 || n.applied-n.snapIndex < n.cfg.SnapCount {
 		return nil
 	}
-	n.snapping = true
+	n.snapping, n.snapAt = true, n.applied
 	r := snapResult{index: n.applied, conf: n.conf, started: time.Now()}
 	encode := n.cfg.FSM.BeginSnapshot()
 	n.snapWG.Go(func() {

@@ -75,6 +75,10 @@ func (m *memStorage) Close() error         { return nil }
 
 // sumFSM adds up the uint64 carried by each normal entry.
 type sumFSM struct {
+	// holdSnapshot, if set, keeps every snapshot encoding waiting until it
+	// is closed.
+	holdSnapshot chan struct{}
+
 	mu      sync.Mutex
 	sum     uint64
 	applied []uint64
@@ -96,7 +100,13 @@ func (f *sumFSM) BeginSnapshot() func() ([]byte, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	data := binary.BigEndian.AppendUint64(nil, f.sum)
-	return func() ([]byte, error) { return data, nil }
+	hold := f.holdSnapshot
+	return func() ([]byte, error) {
+		if hold != nil {
+			<-hold
+		}
+		return data, nil
+	}
 }
 
 func (f *sumFSM) Restore(b []byte) error {
@@ -267,5 +277,25 @@ func TestInMemoryLogIsTrimmed(t *testing.T) {
 	}
 	if size > 2*keepBytes+len(big) {
 		t.Fatalf("in-memory log holds %d bytes, want at most %d", size, 2*keepBytes)
+	}
+}
+
+// TestSlowSnapshotWhileLogIsTrimmed: a snapshot still being encoded while
+// the in-memory log is trimmed past its index must still be saved (a
+// regression: raft's CreateSnapshot panicked on the compacted index).
+func TestSlowSnapshotWhileLogIsTrimmed(t *testing.T) {
+	st := &memStorage{}
+	fsm := &sumFSM{holdSnapshot: make(chan struct{})}
+	n := start(t, st, fsm, 100)
+	defer n.Stop()
+	total := uint64(3*keepEntries + 200)
+	for v := uint64(1); v <= total; v++ {
+		propose(n, v)
+	}
+	waitFor(t, "entries applied", func() bool { _, c := fsm.state(); return uint64(c) == total })
+	close(fsm.holdSnapshot)
+	waitFor(t, "the held snapshot saved", func() bool { st.mu.Lock(); defer st.mu.Unlock(); return st.snap.Metadata.Index != 0 })
+	if err := n.Err(); err != nil {
+		t.Fatal(err)
 	}
 }
