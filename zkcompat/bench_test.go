@@ -395,7 +395,7 @@ func benchReadOnce(addr, path string) error {
 		return err
 	}
 	nc.Close()
-	c, events, err := zk.Connect([]string{addr}, benchTimeout, zk.WithLogInfo(false), zk.WithLogger(benchQuiet{}))
+	c, events, err := zk.Connect([]string{addr}, benchTimeout, zk.WithLogInfo(false), zk.WithLogger(quiet{}))
 	if err != nil {
 		return err
 	}
@@ -418,31 +418,6 @@ func benchReadOnce(addr, path string) error {
 	}
 }
 
-type benchQuiet struct{}
-
-func (benchQuiet) Printf(string, ...any) {}
-
-func benchDial(t *testing.T, addr string) *zk.Conn {
-	t.Helper()
-	c, events, err := zk.Connect([]string{addr}, benchTimeout, zk.WithLogInfo(false), zk.WithLogger(benchQuiet{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	timer := time.NewTimer(benchTimeout)
-	defer timer.Stop()
-	for {
-		select {
-		case ev := <-events:
-			if ev.State == zk.StateHasSession {
-				return c
-			}
-		case <-timer.C:
-			c.Close()
-			t.Fatalf("no session with %s", addr)
-		}
-	}
-}
-
 func benchSessionPath(i int) string { return fmt.Sprintf("/bench/s%02d", i) }
 
 // benchPrepareSessions opens n sessions and creates the node of each, holding
@@ -451,7 +426,7 @@ func benchPrepareSessions(t *testing.T, addr string, n int) []*zk.Conn {
 	t.Helper()
 	conns := make([]*zk.Conn, n)
 	for i := range conns {
-		conns[i] = benchDial(t, addr)
+		conns[i] = dial(t, addr)
 	}
 	data := make([]byte, benchDataSize)
 	if _, err := conns[0].Create("/bench", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
@@ -656,7 +631,7 @@ func benchCreateMany(t *testing.T, s benchServer, nodes int) benchManyResult {
 	parents := nodes / benchFanout
 	var res benchManyResult
 	{
-		c := benchDial(t, s.addr())
+		c := dial(t, s.addr())
 		defer c.Close()
 		if _, err := c.Create("/many", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 			t.Fatalf("%s: create /many: %v", s.name(), err)
@@ -664,7 +639,7 @@ func benchCreateMany(t *testing.T, s benchServer, nodes int) benchManyResult {
 	}
 	conns := make([]*zk.Conn, benchLoaders)
 	for i := range conns {
-		conns[i] = benchDial(t, s.addr())
+		conns[i] = dial(t, s.addr())
 	}
 	data := make([]byte, benchNodeDataSize)
 	var next atomic.Int64
@@ -728,7 +703,7 @@ func benchRestartMany(t *testing.T, s benchServer, nodes int, res *benchManyResu
 		res.restarts[i] = time.Since(start)
 	}
 	res.rssAfterRestart, _ = benchMemory(t, s.pid(t))
-	c := benchDial(t, s.addr())
+	c := dial(t, s.addr())
 	defer c.Close()
 	_, stat, err := c.Exists("/many")
 	if err != nil {

@@ -63,28 +63,10 @@ func startInteropServers(t *testing.T) (zookeeper, collie interopServer) {
 // closes it when t ends.
 func dialInterop(t *testing.T, addr string) *zk.Conn {
 	t.Helper()
-	c, events, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(interopQuietLog{}))
-	if err != nil {
-		t.Fatalf("connect to %s: %v", addr, err)
-	}
+	c := dial(t, addr)
 	t.Cleanup(c.Close)
-	deadline := time.After(30 * time.Second)
-	for {
-		select {
-		case ev := <-events:
-			if ev.State == zk.StateHasSession {
-				return c
-			}
-		case <-deadline:
-			t.Fatalf("no session with %s after 30s", addr)
-		}
-	}
+	return c
 }
-
-// interopQuietLog discards go-zookeeper's log.
-type interopQuietLog struct{}
-
-func (interopQuietLog) Printf(string, ...any) {}
 
 // interopProcess is a client program run by a test: its standard output and
 // error go, interleaved as written, into one transcript.
