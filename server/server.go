@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -447,28 +448,24 @@ func (s *Server) notify(res fsm.Result) {
 // BeginSnapshot freezes the state between two applies and returns the
 // encoding, which reads the frozen state a chunk at a time under the read
 // lock, so applies go on between chunks.
-func (sm *stateMachine) BeginSnapshot() func() ([]byte, error) {
+func (sm *stateMachine) BeginSnapshot() func(io.Writer) error {
 	s := (*Server)(sm)
 	s.mu.Lock()
 	f := s.fsm
 	job := f.BeginSnapshot()
-	// Sized for the whole snapshot up front: growing a buffer of hundreds
-	// of megabytes by doubling costs more than encoding it.
-	size := f.Tree().DataSize() + int64(f.Tree().Len())*96 + 4096
 	s.mu.Unlock()
-	return func() ([]byte, error) {
-		buf := bytesBuffer{b: make([]byte, 0, size)}
-		err := job.Write(&buf, s.mu.RLock, s.mu.RUnlock)
+	return func(w io.Writer) error {
+		err := job.Write(w, s.mu.RLock, s.mu.RUnlock)
 		s.mu.Lock()
 		f.EndSnapshot()
 		s.mu.Unlock()
-		return buf.b, err
+		return err
 	}
 }
 
-func (sm *stateMachine) Restore(data []byte) error {
+func (sm *stateMachine) Restore(r io.Reader) error {
 	s := (*Server)(sm)
-	f, err := fsm.Restore(fsm.Options{ExtendedTypes: s.cfg.ExtendedTypesEnabled}, data)
+	f, err := fsm.Restore(fsm.Options{ExtendedTypes: s.cfg.ExtendedTypesEnabled}, r)
 	if err != nil {
 		return err
 	}
@@ -476,11 +473,4 @@ func (sm *stateMachine) Restore(data []byte) error {
 	s.fsm = f
 	s.mu.Unlock()
 	return nil
-}
-
-type bytesBuffer struct{ b []byte }
-
-func (w *bytesBuffer) Write(p []byte) (int, error) {
-	w.b = append(w.b, p...)
-	return len(p), nil
 }

@@ -14,6 +14,8 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -59,6 +61,8 @@ func runServer(args []string, stderr io.Writer) int {
 	dataDir := fs.String("data-dir", "", "data directory, overriding the configuration")
 	logFormat := fs.String("log-format", "text", "log format: text or json")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `file` at shutdown (go tool pprof reads it)")
+	memProfile := fs.String("memprofile", "", "write a heap profile to `file` at shutdown")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -92,6 +96,23 @@ func runServer(args []string, stderr io.Writer) int {
 	if *dataDir != "" {
 		cfg.DataDir, cfg.DataLogDir = *dataDir, *dataDir
 	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "collie server: -cpuprofile: %v\n", err)
+			return 1
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(stderr, "collie server: -cpuprofile: %v\n", err)
+			return 1
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			if err := f.Close(); err != nil {
+				logger.Error("write CPU profile", "file", *cpuProfile, "err", err)
+			}
+		}()
+	}
 	srv, err := server.New(cfg, logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "collie server: %v\n", err)
@@ -106,6 +127,10 @@ func runServer(args []string, stderr io.Writer) int {
 	case <-ctx.Done():
 		logger.Info("shutting down")
 	}
+	if *memProfile != "" {
+		// Before shutdown, while the state is still in use.
+		writeHeapProfile(*memProfile, logger)
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if serr := srv.Shutdown(sctx); serr != nil {
@@ -116,4 +141,20 @@ func runServer(args []string, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// writeHeapProfile writes the live heap, as of a fresh collection, to path.
+func writeHeapProfile(path string, logger *slog.Logger) {
+	f, err := os.Create(path)
+	if err != nil {
+		logger.Error("write heap profile", "err", err)
+		return
+	}
+	runtime.GC()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		logger.Error("write heap profile", "file", path, "err", err)
+	}
+	if err := f.Close(); err != nil {
+		logger.Error("write heap profile", "file", path, "err", err)
+	}
 }

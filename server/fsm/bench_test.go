@@ -149,7 +149,7 @@ func BenchmarkSnapshot(b *testing.B) {
 				b.SetBytes(int64(snap.Len()))
 				b.ReportAllocs()
 				for b.Loop() {
-					f, err := fsm.Restore(fsm.Options{}, snap.Bytes())
+					f, err := fsm.Restore(fsm.Options{}, bytes.NewReader(snap.Bytes()))
 					if err != nil {
 						b.Fatal(err)
 					}

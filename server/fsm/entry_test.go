@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"bytes"
 	"errors"
 	"reflect"
 	"testing"
@@ -61,7 +62,7 @@ func FuzzApply(f *testing.F) {
 		if err := m.Save(w); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Restore(Options{ExtendedTypes: true}, buf); err != nil {
+		if _, err := Restore(Options{ExtendedTypes: true}, bytes.NewReader(buf)); err != nil {
 			t.Fatal(err)
 		}
 	})

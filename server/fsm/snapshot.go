@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -13,20 +14,24 @@ import (
 // Snapshot format (jute encoding throughout):
 //
 //	magic    "CLSN" (4 bytes)
-//	version  int (1)
+//	version  int (2)
 //	applied  long, lastZxid long
 //	sessions int count, then per session: id long, timeout int, owner long
 //	nodes    int count, then per node, parents before children:
-//	         path, data buffer, acl vector,
+//	         path, data buffer, acl int (see below),
 //	         czxid, mzxid, pzxid, ctime, mtime longs,
 //	         version, cversion, aversion ints, ephemeralOwner long
+//
+// Nodes share ACLs, so each distinct ACL is written once: a node's acl is
+// an index into the ACLs written so far, or, when it equals their number, a
+// new ACL, an acl vector, follows the int.
 //
 // A snapshot is a consistent cut at the Applied() of BeginSnapshot, even
 // when Apply runs while it is written. Nodes come in an order where every
 // parent precedes its children, not necessarily sorted.
 const (
 	snapMagic   = "CLSN"
-	snapVersion = 1
+	snapVersion = 2
 )
 
 // ErrBadSnapshot is returned by Restore for a snapshot it cannot read.
@@ -85,6 +90,7 @@ func (j *SnapshotJob) Write(w io.Writer, lock, unlock func()) error {
 		return fmt.Errorf("fsm: save snapshot: %w", err)
 	}
 	buf := make([]byte, 0, 64<<10)
+	acls := make(aclTable)
 	for start := 0; start < len(j.paths); start += snapshotChunk {
 		buf = buf[:0]
 		lock()
@@ -94,7 +100,7 @@ func (j *SnapshotJob) Write(w io.Writer, lock, unlock func()) error {
 				unlock()
 				panic(fmt.Sprintf("fsm: frozen path %q has no node", path))
 			}
-			buf = appendNode(buf, path, n)
+			buf = appendNode(buf, path, n, acls)
 		}
 		unlock()
 		if _, err := bw.Write(buf); err != nil {
@@ -107,11 +113,27 @@ func (j *SnapshotJob) Write(w io.Writer, lock, unlock func()) error {
 	return nil
 }
 
-func appendNode(buf []byte, path string, n *tree.Node) []byte {
+// aclTable numbers the distinct ACLs a snapshot has written. The tree
+// shares one slice between nodes with equal ACLs, so the slice's first
+// element identifies an ACL.
+type aclTable map[*proto.ACL]int32
+
+func appendNode(buf []byte, path string, n *tree.Node, acls aclTable) []byte {
 	e := proto.NewEncoder(buf)
 	e.String(path)
 	e.Buffer(n.Data)
-	e.ACLs(n.ACL)
+	var key *proto.ACL
+	if len(n.ACL) > 0 {
+		key = &n.ACL[0]
+	}
+	if i, ok := acls[key]; ok {
+		e.Int(i)
+	} else {
+		i = int32(len(acls))
+		acls[key] = i
+		e.Int(i)
+		e.ACLs(n.ACL)
+	}
 	e.Long(n.Czxid)
 	e.Long(n.Mzxid)
 	e.Long(n.Pzxid)
@@ -124,44 +146,205 @@ func appendNode(buf []byte, path string, n *tree.Node) []byte {
 	return e.Bytes()
 }
 
-// Restore replaces the state with a snapshot written by Save.
-func Restore(opts Options, data []byte) (*FSM, error) {
-	if len(data) < len(snapMagic) || string(data[:len(snapMagic)]) != snapMagic {
-		return nil, fmt.Errorf("%w: no magic", ErrBadSnapshot)
+// Restore returns the state machine of a snapshot written by Save, read
+// from r as a stream: the snapshot is never held in memory whole.
+func Restore(opts Options, r io.Reader) (*FSM, error) {
+	reserve := maxReserve
+	if sized, ok := r.(interface{ Size() int64 }); ok {
+		reserve = int(min(int64(reserve), sized.Size()/minNodeSize))
 	}
-	d := proto.NewDecoder(data[len(snapMagic):])
-	if v := d.Int(); v != snapVersion {
-		return nil, fmt.Errorf("%w: version %d", ErrBadSnapshot, v)
+	f, err := restore(opts, newSnapReader(r), reserve)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadSnapshot, err)
+	}
+	return f, nil
+}
+
+func restore(opts Options, r *snapReader, reserve int) (*FSM, error) {
+	if magic := r.bytes(len(snapMagic)); r.err != nil || string(magic) != snapMagic {
+		return nil, errors.New("no magic")
+	}
+	if v := r.int(); v != snapVersion {
+		return nil, fmt.Errorf("format version %d; this Collie reads version %d", v, snapVersion)
 	}
 	f := New(opts)
-	f.applied = uint64(d.Long())
-	f.lastZxid = d.Long()
-	ns := d.Int()
-	for i := int32(0); i < ns && d.Err() == nil; i++ {
-		s := &Session{ID: d.Long(), Timeout: d.Int(), Owner: uint64(d.Long())}
+	f.applied = uint64(r.long())
+	f.lastZxid = r.long()
+	ns := r.count()
+	for range ns {
+		s := &Session{ID: r.long(), Timeout: r.int(), Owner: uint64(r.long())}
+		if r.err != nil {
+			return nil, r.err
+		}
 		f.sessions[s.ID] = s
 	}
-	nn := d.Int()
-	for i := int32(0); i < nn && d.Err() == nil; i++ {
-		path := d.String()
-		n := &tree.Node{Data: d.Buffer()}
-		n.ACL = d.ACLs()
-		n.Czxid, n.Mzxid, n.Pzxid = d.Long(), d.Long(), d.Long()
-		n.Ctime, n.Mtime = d.Long(), d.Long()
-		n.Version, n.Cversion, n.Aversion = d.Int(), d.Int(), d.Int()
-		n.EphemeralOwner = d.Long()
-		if d.Err() != nil {
-			break
+	nn := r.count()
+	// Room for the nodes up front, but only as much as a count read from
+	// the stream can be trusted with: a larger tree grows the rest.
+	f.tree.Reserve(min(nn, reserve))
+	var acls [][]proto.ACL
+	for range nn {
+		path := r.string()
+		n := &tree.Node{Data: r.buffer()}
+		switch i := r.int(); {
+		case i >= 0 && int(i) < len(acls):
+			n.ACL = acls[i]
+		case int(i) == len(acls):
+			n.ACL = f.tree.InternACL(r.acls())
+			acls = append(acls, n.ACL)
+		default:
+			r.fail("node %q has ACL %d of %d", path, i, len(acls))
+		}
+		n.Czxid, n.Mzxid, n.Pzxid = r.long(), r.long(), r.long()
+		n.Ctime, n.Mtime = r.long(), r.long()
+		n.Version, n.Cversion, n.Aversion = r.int(), r.int(), r.int()
+		n.EphemeralOwner = r.long()
+		if r.err != nil {
+			return nil, r.err
+		}
+		if err := proto.ValidatePath(path); err != nil {
+			return nil, fmt.Errorf("node %q: %w", path, err)
 		}
 		if path != "/" {
 			if _, ok := f.tree.Get(proto.Parent(path)); !ok {
-				return nil, fmt.Errorf("%w: %q before its parent", ErrBadSnapshot, path)
+				return nil, fmt.Errorf("%q before its parent", path)
 			}
 		}
 		f.tree.Restore(path, n)
 	}
-	if err := d.Err(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBadSnapshot, err)
+	if r.err != nil {
+		return nil, r.err
+	}
+	if _, err := r.r.ReadByte(); err != io.EOF {
+		return nil, errors.New("data after the last node")
 	}
 	return f, nil
+}
+
+// snapReader decodes the jute encoding of a snapshot from a stream. Like
+// proto.Decoder, its first error sticks and later reads return zeros.
+type snapReader struct {
+	r       *bufio.Reader
+	err     error
+	scratch []byte
+}
+
+func newSnapReader(r io.Reader) *snapReader {
+	return &snapReader{r: bufio.NewReaderSize(r, 64<<10)}
+}
+
+func (r *snapReader) fail(format string, args ...any) {
+	if r.err == nil {
+		r.err = fmt.Errorf(format, args...)
+	}
+}
+
+// bytes reads n bytes into a buffer that the next read reuses.
+func (r *snapReader) bytes(n int) []byte {
+	if r.err != nil {
+		return nil
+	}
+	if n > cap(r.scratch) {
+		r.scratch = r.readNew(n)
+		return r.scratch
+	}
+	b := r.scratch[:n]
+	if _, err := io.ReadFull(r.r, b); err != nil {
+		r.fail("cut short: %w", err)
+		return nil
+	}
+	return b
+}
+
+// readNew reads n bytes into a new slice. A large n is read in pieces, so
+// that a length the stream does not back allocates only what it holds.
+func (r *snapReader) readNew(n int) []byte {
+	if n <= 64<<10 {
+		b := make([]byte, n)
+		if _, err := io.ReadFull(r.r, b); err != nil {
+			r.fail("cut short: %w", err)
+			return nil
+		}
+		return b
+	}
+	b, err := io.ReadAll(io.LimitReader(r.r, int64(n)))
+	if err == nil && len(b) < n {
+		err = io.ErrUnexpectedEOF
+	}
+	if err != nil {
+		r.fail("cut short: %w", err)
+		return nil
+	}
+	return b
+}
+
+func (r *snapReader) int() int32 {
+	b := r.bytes(4)
+	if b == nil {
+		return 0
+	}
+	return int32(binary.BigEndian.Uint32(b))
+}
+
+func (r *snapReader) long() int64 {
+	b := r.bytes(8)
+	if b == nil {
+		return 0
+	}
+	return int64(binary.BigEndian.Uint64(b))
+}
+
+// maxReserve bounds the nodes Restore makes room for before it has read
+// them, and so does the size of the snapshot, when the reader knows it:
+// no node takes fewer than minNodeSize bytes.
+const (
+	maxReserve  = 1 << 20
+	minNodeSize = 4 + 1 + 4 + 4 + 5*8 + 3*4 + 8
+)
+
+// maxSnapField bounds a length read from a snapshot before anything is
+// allocated for it; the file's checksum was verified, so this only guards
+// against a snapshot this code did not write.
+const maxSnapField = 1 << 30
+
+func (r *snapReader) length() int {
+	n := r.int()
+	if n < -1 || n > maxSnapField {
+		r.fail("length %d", n)
+		return 0
+	}
+	return int(n)
+}
+
+// count reads the number of elements of a vector; -1 (null) reads as 0.
+func (r *snapReader) count() int { return max(r.length(), 0) }
+
+// buffer reads a jute buffer into its own slice; null reads as nil.
+func (r *snapReader) buffer() []byte {
+	n := r.length()
+	if r.err != nil || n < 0 {
+		return nil
+	}
+	return r.readNew(n)
+}
+
+func (r *snapReader) string() string { return string(r.bytes(r.count())) }
+
+// acls reads a vector of ACLs; null reads as nil.
+func (r *snapReader) acls() []proto.ACL {
+	n := r.length()
+	if n < 0 {
+		return nil
+	}
+	acl := make([]proto.ACL, 0, min(n, 64))
+	for range n {
+		if r.err != nil {
+			return nil
+		}
+		a := proto.ACL{Perms: r.int()}
+		a.ID.Scheme = r.string()
+		a.ID.ID = r.string()
+		acl = append(acl, a)
+	}
+	return acl
 }

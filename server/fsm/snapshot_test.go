@@ -2,8 +2,10 @@ package fsm
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/collie-io/collie/proto"
@@ -60,7 +62,7 @@ func TestSnapshotWhileApplying(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		restored, err := Restore(h.f.opts, buf.Bytes())
+		restored, err := Restore(h.f.opts, bytes.NewReader(buf.Bytes()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,4 +74,79 @@ func TestSnapshotWhileApplying(t *testing.T) {
 			t.Fatalf("round %d: snapshot is not the state at its start:\nwant:\n%s\ngot:\n%s", round, want, got)
 		}
 	}
+}
+
+// TestRestoreRefusesDamagedSnapshots cuts a snapshot short at every length
+// and changes its counts: each must fail with ErrBadSnapshot, never panic
+// or restore a partial tree.
+func TestRestoreRefusesDamagedSnapshots(t *testing.T) {
+	h := &harness{f: New(Options{ExtendedTypes: true})}
+	h.apply(t, &Entry{Type: EntryCreateSession, Session: 1, Timeout: 4000})
+	for i, path := range []string{"/a", "/a/b", "/c"} {
+		acl := tree.OpenACL
+		if i == 1 {
+			acl = tree.ReadACL
+		}
+		h.apply(t, &Entry{Type: EntryRequest, Session: 1, Op: proto.OpCreate, Body: proto.Marshal(&proto.CreateRequest{Path: path, Data: []byte(path), ACL: acl})})
+	}
+	var buf bytes.Buffer
+	if err := h.f.Save(&buf); err != nil {
+		t.Fatal(err)
+	}
+	snap := buf.Bytes()
+	if _, err := Restore(h.f.opts, bytes.NewReader(snap)); err != nil {
+		t.Fatalf("intact snapshot: %v", err)
+	}
+	for n := range len(snap) {
+		if _, err := Restore(h.f.opts, bytes.NewReader(snap[:n])); !errors.Is(err, ErrBadSnapshot) {
+			t.Fatalf("snapshot cut to %d of %d bytes: %v, want ErrBadSnapshot", n, len(snap), err)
+		}
+	}
+	if _, err := Restore(h.f.opts, bytes.NewReader(append(slices.Clip(snap), 0))); !errors.Is(err, ErrBadSnapshot) {
+		t.Fatalf("snapshot with a byte more: %v, want ErrBadSnapshot", err)
+	}
+}
+
+// TestSnapshotKeepsNullData checks that a node created with null data
+// still has null data after a restore, as ZooKeeper answers -1 for it.
+func TestSnapshotKeepsNullData(t *testing.T) {
+	h := &harness{f: New(Options{})}
+	h.apply(t, &Entry{Type: EntryCreateSession, Session: 1, Timeout: 4000})
+	h.apply(t, &Entry{Type: EntryRequest, Session: 1, Op: proto.OpCreate, Body: proto.Marshal(&proto.CreateRequest{Path: "/null", ACL: tree.OpenACL})})
+	h.apply(t, &Entry{Type: EntryRequest, Session: 1, Op: proto.OpCreate, Body: proto.Marshal(&proto.CreateRequest{Path: "/empty", Data: []byte{}, ACL: tree.OpenACL})})
+	var buf bytes.Buffer
+	if err := h.f.Save(&buf); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Restore(h.f.opts, &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, wantNil := range map[string]bool{"/null": true, "/empty": false} {
+		n, ok := f.Tree().Get(path)
+		if !ok || (n.Data == nil) != wantNil {
+			t.Errorf("%s after restore: found %v, data nil %v; want nil %v", path, ok, n.Data == nil, wantNil)
+		}
+	}
+}
+
+// FuzzRestore feeds arbitrary bytes to Restore: it returns an error or a
+// state machine, never panics.
+func FuzzRestore(f *testing.F) {
+	m := New(Options{ExtendedTypes: true})
+	m.Apply(1, &Entry{Type: EntryCreateSession, Session: 1, Timeout: 4000})
+	m.Apply(2, &Entry{Type: EntryRequest, Session: 1, Op: proto.OpCreate, Body: proto.Marshal(&proto.CreateRequest{Path: "/a", Data: []byte("x"), ACL: tree.OpenACL, Flags: proto.ModeEphemeral})})
+	var buf bytes.Buffer
+	if err := m.Save(&buf); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(buf.Bytes())
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if restored, err := Restore(Options{ExtendedTypes: true}, bytes.NewReader(b)); err == nil {
+			var again bytes.Buffer
+			if err := restored.Save(&again); err != nil {
+				t.Fatalf("save of a restored snapshot: %v", err)
+			}
+		}
+	})
 }

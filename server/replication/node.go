@@ -1,9 +1,11 @@
 package replication
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"sync"
@@ -18,13 +20,22 @@ var ErrStopped = errors.New("replication: node stopped")
 
 // Storage is the durable raft log and snapshots.
 type Storage interface {
-	// Load returns the newest snapshot (empty when there is none), the
-	// hard state, and the log entries after the snapshot.
-	Load() (raftpb.Snapshot, raftpb.HardState, []raftpb.Entry, error)
+	// Load returns the newest snapshot's metadata (index 0 when there is
+	// none) with a reader of its data (nil when there is none; the caller
+	// closes it), the hard state, and the log entries after the snapshot.
+	Load() (raftpb.SnapshotMetadata, io.ReadCloser, raftpb.HardState, []raftpb.Entry, error)
 	// Save appends the hard state and entries durably (one fsync).
 	Save(st raftpb.HardState, ents []raftpb.Entry) error
-	// SaveSnapshot writes a snapshot durably and marks it in the log.
+	// SaveSnapshot writes a snapshot received whole durably and marks it
+	// in the log.
 	SaveSnapshot(snap raftpb.Snapshot) error
+	// WriteSnapshot writes the snapshot of meta durably, its data streamed
+	// by write, and returns the data's size. It runs on its own goroutine,
+	// beside Save.
+	WriteSnapshot(meta raftpb.SnapshotMetadata, write func(io.Writer) error) (int64, error)
+	// MarkSnapshot records in the log that the snapshot of meta, written
+	// by WriteSnapshot, is durable.
+	MarkSnapshot(meta raftpb.SnapshotMetadata) error
 	// Compact drops what the newest snapshot at index makes unneeded.
 	Compact(index uint64) error
 	Close() error
@@ -37,12 +48,12 @@ type StateMachine interface {
 	// a new leader) are passed too, so the state machine can count them.
 	Apply(ents []raftpb.Entry)
 	// BeginSnapshot freezes the state as of the last applied entry and
-	// returns a function that encodes it. The function runs on its own
-	// goroutine while Apply goes on, so a snapshot of a large state does
-	// not stall writes.
-	BeginSnapshot() (encode func() ([]byte, error))
+	// returns a function that encodes it to w. The function runs on its
+	// own goroutine while Apply goes on, so a snapshot of a large state
+	// does not stall writes.
+	BeginSnapshot() (write func(w io.Writer) error)
 	// Restore replaces the state with a snapshot's data.
-	Restore(data []byte) error
+	Restore(r io.Reader) error
 }
 
 // Config configures a Node.
@@ -134,23 +145,29 @@ func Start(cfg Config) (*Node, error) {
 		pendingReads: make(map[string]readRequest),
 		snapc:        make(chan snapResult, 1),
 	}
-	snap, st, ents, err := cfg.Storage.Load()
+	meta, data, st, ents, err := cfg.Storage.Load()
 	if err != nil {
 		return nil, fmt.Errorf("replication: load storage: %w", err)
 	}
-	fresh := raft.IsEmptySnap(snap) && raft.IsEmptyHardState(st) && len(ents) == 0
-	if !raft.IsEmptySnap(snap) {
-		if err := cfg.FSM.Restore(snap.Data); err != nil {
-			return nil, fmt.Errorf("replication: restore snapshot at %d: %w", snap.Metadata.Index, err)
+	fresh := meta.Index == 0 && raft.IsEmptyHardState(st) && len(ents) == 0
+	if meta.Index != 0 {
+		err := cfg.FSM.Restore(data)
+		if cerr := data.Close(); err == nil {
+			err = cerr
 		}
-		meta := snap
-		meta.Data = nil
-		if err := n.mem.ApplySnapshot(meta); err != nil {
+		if err != nil {
+			return nil, fmt.Errorf("replication: restore snapshot at %d: %w", meta.Index, err)
+		}
+		// The in-memory log keeps the snapshot's metadata only: the data
+		// can be hundreds of megabytes and is on disk.
+		if err := n.mem.ApplySnapshot(raftpb.Snapshot{Metadata: meta}); err != nil {
 			return nil, fmt.Errorf("replication: %w", err)
 		}
-		n.applied = snap.Metadata.Index
-		n.snapIndex = snap.Metadata.Index
-		n.conf = snap.Metadata.ConfState
+		n.applied = meta.Index
+		n.snapIndex = meta.Index
+		n.conf = meta.ConfState
+	} else if data != nil {
+		data.Close()
 	}
 	if !raft.IsEmptyHardState(st) {
 		if err := n.mem.SetHardState(st); err != nil {
@@ -401,7 +418,7 @@ func (n *Node) handleReady(rd raft.Ready) error {
 		if err := n.mem.ApplySnapshot(rd.Snapshot); err != nil {
 			return fmt.Errorf("apply snapshot to raft log: %w", err)
 		}
-		if err := n.cfg.FSM.Restore(rd.Snapshot.Data); err != nil {
+		if err := n.cfg.FSM.Restore(bytes.NewReader(rd.Snapshot.Data)); err != nil {
 			return fmt.Errorf("restore snapshot: %w", err)
 		}
 		n.applied = rd.Snapshot.Metadata.Index
@@ -528,55 +545,60 @@ func (n *Node) trimLog() error {
 	return nil
 }
 
-// snapResult is a snapshot encoded beside the loop.
+// snapResult is a snapshot written beside the loop.
 type snapResult struct {
-	index   uint64
-	conf    raftpb.ConfState
-	data    []byte
+	meta    raftpb.SnapshotMetadata
+	size    int64
 	err     error
 	started time.Time
 }
 
 // maybeSnapshot starts a snapshot every SnapCount applied entries: the
-// state machine freezes its state here, between two applies, and encodes
-// it on another goroutine; saveSnapshot stores the result.
+// state machine freezes its state here, between two applies, and another
+// goroutine encodes it straight into the snapshot file; saveSnapshot
+// records the file once it is durable.
 func (n *Node) maybeSnapshot() error {
 	if n.snapping || n.cfg.SnapCount == 0 || n.applied-n.snapIndex < n.cfg.SnapCount {
 		return nil
 	}
+	term, err := n.mem.Term(n.applied)
+	if err != nil {
+		return fmt.Errorf("snapshot at %d: %w", n.applied, err)
+	}
 	n.snapping, n.snapAt = true, n.applied
-	r := snapResult{index: n.applied, conf: n.conf, started: time.Now()}
-	encode := n.cfg.FSM.BeginSnapshot()
+	r := snapResult{
+		meta:    raftpb.SnapshotMetadata{Index: n.applied, Term: term, ConfState: n.conf},
+		started: time.Now(),
+	}
+	write := n.cfg.FSM.BeginSnapshot()
 	n.snapWG.Go(func() {
-		r.data, r.err = encode()
+		r.size, r.err = n.cfg.Storage.WriteSnapshot(r.meta, write)
 		n.snapc <- r
 	})
 	return nil
 }
 
-// saveSnapshot stores an encoded snapshot and compacts the log behind it.
+// saveSnapshot records a snapshot file written beside the loop and
+// compacts the log behind it.
 func (n *Node) saveSnapshot(r snapResult) error {
 	n.snapping = false
+	index := r.meta.Index
 	if r.err != nil {
-		return fmt.Errorf("snapshot state machine at %d: %w", r.index, r.err)
+		return fmt.Errorf("snapshot state machine at %d: %w", index, r.err)
 	}
-	if r.index <= n.snapIndex {
+	if index <= n.snapIndex {
 		// A snapshot received meanwhile is newer.
 		return nil
 	}
-	// The in-memory log keeps the snapshot's metadata only: the data can
-	// be hundreds of megabytes and is on disk.
-	snap, err := n.mem.CreateSnapshot(r.index, &r.conf, nil)
-	if err != nil {
-		return fmt.Errorf("create snapshot at %d: %w", r.index, err)
+	if _, err := n.mem.CreateSnapshot(index, &r.meta.ConfState, nil); err != nil {
+		return fmt.Errorf("create snapshot at %d: %w", index, err)
 	}
-	snap.Data = r.data
-	if err := n.cfg.Storage.SaveSnapshot(snap); err != nil {
-		return fmt.Errorf("save snapshot at %d: %w", r.index, err)
+	if err := n.cfg.Storage.MarkSnapshot(r.meta); err != nil {
+		return fmt.Errorf("save snapshot at %d: %w", index, err)
 	}
 	// Keep some entries behind the snapshot so a slightly lagging
 	// follower catches up from the log rather than by snapshot.
-	compactTo := r.index
+	compactTo := index
 	if keep := n.cfg.SnapCount / 10; compactTo > keep {
 		compactTo -= keep
 	}
@@ -585,10 +607,10 @@ func (n *Node) saveSnapshot(r snapResult) error {
 			return fmt.Errorf("compact raft log to %d: %w", compactTo, err)
 		}
 	}
-	if err := n.cfg.Storage.Compact(r.index); err != nil {
+	if err := n.cfg.Storage.Compact(index); err != nil {
 		n.log.Warn("cannot purge old log and snapshot files", "err", err)
 	}
-	n.snapIndex = r.index
-	n.log.Info("snapshot saved", "index", r.index, "bytes", len(r.data), "took", time.Since(r.started))
+	n.snapIndex = index
+	n.log.Info("snapshot saved", "index", index, "bytes", r.size, "took", time.Since(r.started))
 	return nil
 }

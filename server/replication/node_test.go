@@ -1,9 +1,12 @@
 package replication
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"io"
 	"math"
 	"slices"
 	"sync"
@@ -21,14 +24,16 @@ type memStorage struct {
 	// gate, if set, holds each Save of entries until the test lets it go.
 	gate atomic.Pointer[gate]
 
-	mu    sync.Mutex
-	snap  raftpb.Snapshot
-	st    raftpb.HardState
-	ents  []raftpb.Entry
-	saves int
+	mu   sync.Mutex
+	snap raftpb.Snapshot
+	// written holds snapshots written but not yet marked in the log.
+	written map[uint64]raftpb.Snapshot
+	st      raftpb.HardState
+	ents    []raftpb.Entry
+	saves   int
 }
 
-func (m *memStorage) Load() (raftpb.Snapshot, raftpb.HardState, []raftpb.Entry, error) {
+func (m *memStorage) Load() (raftpb.SnapshotMetadata, io.ReadCloser, raftpb.HardState, []raftpb.Entry, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var ents []raftpb.Entry
@@ -37,7 +42,11 @@ func (m *memStorage) Load() (raftpb.Snapshot, raftpb.HardState, []raftpb.Entry, 
 			ents = append(ents, e)
 		}
 	}
-	return m.snap, m.st, ents, nil
+	var data io.ReadCloser
+	if m.snap.Metadata.Index != 0 {
+		data = io.NopCloser(bytes.NewReader(m.snap.Data))
+	}
+	return m.snap.Metadata, data, m.st, ents, nil
 }
 
 func (m *memStorage) Save(st raftpb.HardState, ents []raftpb.Entry) error {
@@ -70,6 +79,32 @@ func (m *memStorage) SaveSnapshot(s raftpb.Snapshot) error {
 	return nil
 }
 
+func (m *memStorage) WriteSnapshot(meta raftpb.SnapshotMetadata, write func(io.Writer) error) (int64, error) {
+	var buf bytes.Buffer
+	if err := write(&buf); err != nil {
+		return 0, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.written == nil {
+		m.written = make(map[uint64]raftpb.Snapshot)
+	}
+	m.written[meta.Index] = raftpb.Snapshot{Metadata: meta, Data: buf.Bytes()}
+	return int64(buf.Len()), nil
+}
+
+func (m *memStorage) MarkSnapshot(meta raftpb.SnapshotMetadata) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	snap, ok := m.written[meta.Index]
+	if !ok {
+		return fmt.Errorf("snapshot %d marked before it was written", meta.Index)
+	}
+	delete(m.written, meta.Index)
+	m.snap = snap
+	return nil
+}
+
 func (m *memStorage) Compact(uint64) error { return nil }
 func (m *memStorage) Close() error         { return nil }
 
@@ -96,20 +131,25 @@ func (f *sumFSM) Apply(ents []raftpb.Entry) {
 	}
 }
 
-func (f *sumFSM) BeginSnapshot() func() ([]byte, error) {
+func (f *sumFSM) BeginSnapshot() func(io.Writer) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	data := binary.BigEndian.AppendUint64(nil, f.sum)
 	hold := f.holdSnapshot
-	return func() ([]byte, error) {
+	return func(w io.Writer) error {
 		if hold != nil {
 			<-hold
 		}
-		return data, nil
+		_, err := w.Write(data)
+		return err
 	}
 }
 
-func (f *sumFSM) Restore(b []byte) error {
+func (f *sumFSM) Restore(r io.Reader) error {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(b) != 8 {

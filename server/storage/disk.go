@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 
 	"go.etcd.io/raft/v3/raftpb"
@@ -17,7 +18,8 @@ type Disk struct {
 	snaps   *Snapshotter
 	wal     *WAL
 	retain  int
-	pending *raftpb.Snapshot
+	pending *Snapshot
+	loaded  bool
 }
 
 // OpenDisk opens (creating on first use) the WAL in walDir and the
@@ -48,7 +50,7 @@ func OpenDisk(walDir, snapDir string, retain int, lg *slog.Logger) (*Disk, error
 	snap, err := snaps.LoadNewestAvailable(marks)
 	switch {
 	case errors.Is(err, ErrNoSnapshot):
-		snap = &raftpb.Snapshot{}
+		snap = &Snapshot{}
 	case err != nil:
 		return nil, err
 	}
@@ -61,19 +63,30 @@ func OpenDisk(walDir, snapDir string, retain int, lg *slog.Logger) (*Disk, error
 	return d, nil
 }
 
-// Load returns the newest usable snapshot, the hard state, and the entries
-// after the snapshot. It may be called once, before any Save.
-func (d *Disk) Load() (raftpb.Snapshot, raftpb.HardState, []raftpb.Entry, error) {
-	if d.pending == nil {
-		return raftpb.Snapshot{}, raftpb.HardState{}, nil, errors.New("storage: Load called twice")
+// Load returns the newest usable snapshot's metadata (index 0 when there
+// is none) and a reader of its data (nil when there is none; the caller
+// closes it), the hard state, and the entries after the snapshot. It may be
+// called once, before any Save.
+func (d *Disk) Load() (raftpb.SnapshotMetadata, io.ReadCloser, raftpb.HardState, []raftpb.Entry, error) {
+	var none raftpb.SnapshotMetadata
+	if d.loaded {
+		return none, nil, raftpb.HardState{}, nil, errors.New("storage: Load called twice")
 	}
-	snap := *d.pending
+	d.loaded = true
+	snap := d.pending
 	d.pending = nil
 	_, st, ents, err := d.wal.ReadAll()
 	if err != nil {
-		return raftpb.Snapshot{}, raftpb.HardState{}, nil, fmt.Errorf("storage: read WAL: %w", err)
+		return none, nil, raftpb.HardState{}, nil, fmt.Errorf("storage: read WAL: %w", err)
 	}
-	return snap, st, ents, nil
+	if snap.Metadata.Index == 0 {
+		return none, nil, st, ents, nil
+	}
+	data, err := snap.Open()
+	if err != nil {
+		return none, nil, raftpb.HardState{}, nil, err
+	}
+	return snap.Metadata, data, st, ents, nil
 }
 
 // Save appends the hard state and entries with one fsync.
@@ -81,14 +94,29 @@ func (d *Disk) Save(st raftpb.HardState, ents []raftpb.Entry) error {
 	return d.wal.Save(st, ents)
 }
 
-// SaveSnapshot writes the snapshot file, then its WAL marker, in the order
-// that survives a crash between the two: a file without a marker is
-// ignored at the next start.
+// SaveSnapshot writes a snapshot received whole, then its WAL marker, in
+// the order that survives a crash between the two: a file without a marker
+// is ignored at the next start.
 func (d *Disk) SaveSnapshot(snap raftpb.Snapshot) error {
 	if err := d.snaps.Save(snap); err != nil {
 		return err
 	}
-	return d.wal.SaveSnapshot(WALSnapshot{Index: snap.Metadata.Index, Term: snap.Metadata.Term})
+	return d.MarkSnapshot(snap.Metadata)
+}
+
+// WriteSnapshot writes the snapshot file of meta, its data streamed by
+// write (see Snapshotter.Write), and returns the data's size. It may run on
+// its own goroutine beside Save; the snapshot counts only once
+// MarkSnapshot has recorded it.
+func (d *Disk) WriteSnapshot(meta raftpb.SnapshotMetadata, write func(io.Writer) error) (int64, error) {
+	return d.snaps.Write(meta, write)
+}
+
+// MarkSnapshot records in the WAL that the snapshot file of meta is
+// durable, so a restart may begin from it. It is an append: call it from
+// the goroutine that calls Save.
+func (d *Disk) MarkSnapshot(meta raftpb.SnapshotMetadata) error {
+	return d.wal.SaveSnapshot(WALSnapshot{Index: meta.Index, Term: meta.Term})
 }
 
 // Compact removes snapshots beyond the newest retain and the WAL segments

@@ -15,7 +15,7 @@ On a restart it finds the newest snapshot that the WAL also knows about, opens
 the WAL at that snapshot and reads everything after it:
 
 	marks, err := storage.ValidSnapshotEntries(walDir)
-	snap, err := snapshotter.LoadNewestAvailable(marks) // ErrNoSnapshot: start from WALSnapshot{}
+	snap, err := snapshotter.LoadNewestAvailable(marks) // ErrNoSnapshot: start from WALSnapshot{}; snap.Open() reads its data
 	w, err := storage.Open(logger, walDir, storage.WALSnapshot{Index: snap.Metadata.Index, Term: snap.Metadata.Term})
 	metadata, hardState, entries, err := w.ReadAll()
 
@@ -31,8 +31,9 @@ Ready, in this order (the order survives a crash at any point):
     messages be sent or entries acknowledged.
  3. send, apply, Advance.
 
-After the state machine has been snapshotted locally, the same two calls as
-in step 1 record it, and the old files go:
+A snapshot of the local state machine is written by Snapshotter.Write, which
+may run on its own goroutine beside the appends; once it returns, the owner of
+the WAL records it with w.SaveSnapshot(mark), and the old files go:
 
 	oldest, err := snapshotter.Purge(retain) // autopurge.snapRetainCount
 	err = w.PurgeTo(oldest)
@@ -141,13 +142,22 @@ Snapshots live in their own directory, one file per snapshot, named
 so that name order is age order. A file is
 
 	offset 0   magic     "CSNP"
-	offset 4   version   uint32, little endian: 1
-	offset 8   length    uint64, little endian: the payload length
-	offset 16  checksum  uint32, little endian: CRC-32C of the payload
-	offset 20  payload   a raftpb.Snapshot in protobuf encoding
+	offset 4   version   uint32, little endian: 2
+	offset 8   m         uint32, little endian: the metadata length
+	offset 12  metadata  a raftpb.SnapshotMetadata in protobuf encoding
+	           data      the state machine's encoding, d bytes
+	trailer    d         uint64, little endian
+	           checksum  uint32, little endian: CRC-32C of metadata then data
+	           end       "CSNE"
 
-It is written to <name>.tmp, fsynced, renamed into place and the directory
-fsynced. A file that fails its checks on load is renamed to <name>.broken and
-the next older one is tried; the newest broken file is kept for inspection.
+The data is streamed into the file as the state machine encodes it and read
+back the same way (Snapshotter.Write, Snapshot.Open): a snapshot of a large
+tree is never held in memory whole. The trailer comes last so that a file cut
+short anywhere fails its checks. It is written to <name>.tmp, fsynced,
+renamed into place and the directory fsynced. Loading reads a file through
+once to check it before anyone restores from it; a file that fails its checks
+is renamed to <name>.broken and the next older one is tried; the newest
+broken file is kept for inspection. A file of another format version is not
+damage: loading stops with an error that names it.
 */
 package storage

@@ -1,10 +1,12 @@
 package storage
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -18,8 +20,13 @@ const (
 	snapSuffix   = ".snap"
 	brokenSuffix = ".broken"
 	snapMagic    = "CSNP"
-	snapVersion  = 1
-	snapHeader   = 20 // magic, version, length, checksum
+	snapEndMagic = "CSNE"
+	snapVersion  = 2
+	snapHead     = 12 // magic, version, metadata length
+	snapTrailer  = 16 // data length, checksum, end magic
+	// maxSnapMetadata bounds the metadata read from a file before it is
+	// checked: a ConfState of a few members is tens of bytes.
+	maxSnapMetadata = 1 << 20
 )
 
 // ErrNoSnapshot is returned by Load and LoadNewestAvailable when no usable
@@ -67,40 +74,140 @@ func NewSnapshotter(lg *slog.Logger, dir string) (*Snapshotter, error) {
 // Save writes snap to its own file and makes it durable before it returns.
 // An empty snapshot (index 0) is not saved.
 func (s *Snapshotter) Save(snap raftpb.Snapshot) error {
-	m := snap.Metadata
-	if m.Index == 0 {
-		return nil
-	}
-	buf := make([]byte, snapHeader+snap.Size())
-	payload := buf[snapHeader:]
-	if _, err := snap.MarshalToSizedBuffer(payload); err != nil {
-		return fmt.Errorf("storage: encode snapshot: %w", err)
-	}
-	copy(buf, snapMagic)
-	binary.LittleEndian.PutUint32(buf[4:], snapVersion)
-	binary.LittleEndian.PutUint64(buf[8:], uint64(len(payload)))
-	binary.LittleEndian.PutUint32(buf[16:], crc32.Checksum(payload, castagnoli))
+	_, err := s.Write(snap.Metadata, func(w io.Writer) error {
+		_, err := w.Write(snap.Data)
+		return err
+	})
+	return err
+}
 
-	path := filepath.Join(s.dir, snapName(WALSnapshot{Index: m.Index, Term: m.Term}))
+// Write writes the snapshot at meta to its own file, its data streamed by
+// write, and makes it durable before it returns the data's size. The data
+// is never held in memory whole, so a snapshot of a large state costs no
+// more memory than write's buffers. An empty snapshot (index 0) is not
+// saved. Write may run beside the WAL's appends.
+func (s *Snapshotter) Write(meta raftpb.SnapshotMetadata, write func(io.Writer) error) (int64, error) {
+	if meta.Index == 0 {
+		return 0, nil
+	}
+	path := filepath.Join(s.dir, snapName(WALSnapshot{Index: meta.Index, Term: meta.Term}))
 	tmp := path + tmpSuffix
-	if err := writeFileSync(tmp, buf); err != nil {
+	size, err := writeSnapshotFile(tmp, meta, write)
+	if err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("storage: save snapshot: %w", err)
+		return 0, fmt.Errorf("storage: save snapshot: %w", err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("storage: save snapshot: %w", err)
+		return 0, fmt.Errorf("storage: save snapshot: %w", err)
 	}
 	if err := syncDir(s.dir); err != nil {
-		return fmt.Errorf("storage: save snapshot: %w", err)
+		return 0, fmt.Errorf("storage: save snapshot: %w", err)
 	}
-	s.lg.Info("storage: saved snapshot", "index", m.Index, "term", m.Term, "bytes", len(buf))
-	return nil
+	s.lg.Info("storage: saved snapshot", "index", meta.Index, "term", meta.Term, "bytes", size)
+	return size, nil
+}
+
+func writeSnapshotFile(path string, meta raftpb.SnapshotMetadata, write func(io.Writer) error) (int64, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	m, err := meta.Marshal()
+	if err != nil {
+		return 0, fmt.Errorf("encode metadata: %w", err)
+	}
+	bw := bufio.NewWriterSize(f, 1<<20)
+	head := make([]byte, 0, snapHead+len(m))
+	head = append(head, snapMagic...)
+	head = binary.LittleEndian.AppendUint32(head, snapVersion)
+	head = binary.LittleEndian.AppendUint32(head, uint32(len(m)))
+	head = append(head, m...)
+	if _, err := bw.Write(head); err != nil {
+		return 0, err
+	}
+	data := &checksumWriter{w: bw, crc: crc32.Update(0, castagnoli, m)}
+	if err := write(data); err != nil {
+		return 0, err
+	}
+	trailer := binary.LittleEndian.AppendUint64(nil, uint64(data.n))
+	trailer = binary.LittleEndian.AppendUint32(trailer, data.crc)
+	trailer = append(trailer, snapEndMagic...)
+	if _, err := bw.Write(trailer); err != nil {
+		return 0, err
+	}
+	if err := bw.Flush(); err != nil {
+		return 0, err
+	}
+	if err := f.Sync(); err != nil {
+		return 0, err
+	}
+	return data.n, f.Close()
+}
+
+// checksumWriter counts and checksums what goes through it.
+type checksumWriter struct {
+	w   io.Writer
+	crc uint32
+	n   int64
+}
+
+func (c *checksumWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.crc = crc32.Update(c.crc, castagnoli, p[:n])
+	c.n += int64(n)
+	return n, err
+}
+
+// Snapshot is a snapshot file that passed its checks: its metadata, and its
+// data, read with Open.
+type Snapshot struct {
+	Metadata raftpb.SnapshotMetadata
+	path     string
+	// off and size locate the data in the file.
+	off, size int64
+}
+
+// Size returns the length of the data.
+func (s *Snapshot) Size() int64 { return s.size }
+
+// Open returns a reader of the data; the caller closes it. The file was
+// checked when it was found, so a reader sees the data intact unless the
+// file changes underneath it.
+func (s *Snapshot) Open() (io.ReadCloser, error) {
+	f, err := os.Open(s.path)
+	if err != nil {
+		return nil, fmt.Errorf("storage: open snapshot: %w", err)
+	}
+	return snapshotData{io.NewSectionReader(f, s.off, s.size), f}, nil
+}
+
+// snapshotData reads a snapshot's data; its Size lets a reader plan.
+type snapshotData struct {
+	*io.SectionReader
+	f *os.File
+}
+
+func (d snapshotData) Close() error { return d.f.Close() }
+
+// ReadAll returns the data whole.
+func (s *Snapshot) ReadAll() ([]byte, error) {
+	r, err := s.Open()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	b := make([]byte, s.size)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return nil, fmt.Errorf("storage: read snapshot: %w", err)
+	}
+	return b, nil
 }
 
 // Load returns the newest intact snapshot. Broken files on the way are
 // renamed to .broken and skipped. It returns ErrNoSnapshot when none is left.
-func (s *Snapshotter) Load() (*raftpb.Snapshot, error) {
+func (s *Snapshotter) Load() (*Snapshot, error) {
 	return s.loadNewest(func(WALSnapshot) bool { return true })
 }
 
@@ -108,11 +215,11 @@ func (s *Snapshotter) Load() (*raftpb.Snapshot, error) {
 // record of (see ValidSnapshotEntries): a newer file whose WAL record never
 // reached the disk cannot be replayed from. It returns ErrNoSnapshot when
 // there is none.
-func (s *Snapshotter) LoadNewestAvailable(walSnaps []WALSnapshot) (*raftpb.Snapshot, error) {
+func (s *Snapshotter) LoadNewestAvailable(walSnaps []WALSnapshot) (*Snapshot, error) {
 	return s.loadNewest(func(m WALSnapshot) bool { return slices.Contains(walSnaps, m) })
 }
 
-func (s *Snapshotter) loadNewest(usable func(WALSnapshot) bool) (*raftpb.Snapshot, error) {
+func (s *Snapshotter) loadNewest(usable func(WALSnapshot) bool) (*Snapshot, error) {
 	marks, err := s.list()
 	if err != nil {
 		return nil, err
@@ -178,47 +285,62 @@ func (s *Snapshotter) list() ([]WALSnapshot, error) {
 
 func snapName(m WALSnapshot) string { return fmt.Sprintf("%016x-%016x%s", m.Term, m.Index, snapSuffix) }
 
-// readSnapshot reads and checks the snapshot file at path, which is named
-// after want. Damage is reported as ErrCorrupt.
-func readSnapshot(path string, want WALSnapshot) (*raftpb.Snapshot, error) {
-	b, err := os.ReadFile(path)
+// readSnapshot checks the snapshot file at path, which is named after
+// want, reading it through once. Damage is reported as ErrCorrupt; a file
+// of another format version is an error of its own, for the operator.
+func readSnapshot(path string, want WALSnapshot) (*Snapshot, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	if len(b) < snapHeader || string(b[:4]) != snapMagic {
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	size := info.Size()
+	var head [snapHead]byte
+	if _, err := io.ReadFull(f, head[:]); err != nil || string(head[:4]) != snapMagic {
 		return nil, fmt.Errorf("%w: not a snapshot file", ErrCorrupt)
 	}
-	if v := binary.LittleEndian.Uint32(b[4:]); v != snapVersion {
-		return nil, fmt.Errorf("%w: snapshot format version %d", ErrCorrupt, v)
+	if v := binary.LittleEndian.Uint32(head[4:]); v != snapVersion {
+		return nil, fmt.Errorf("storage: snapshot %s has format version %d; this Collie reads version %d", path, v, snapVersion)
 	}
-	payload := b[snapHeader:]
-	if n := binary.LittleEndian.Uint64(b[8:]); n != uint64(len(payload)) {
-		return nil, fmt.Errorf("%w: snapshot of %d bytes has %d", ErrCorrupt, n, len(payload))
+	metaLen := int64(binary.LittleEndian.Uint32(head[8:]))
+	if metaLen > maxSnapMetadata || snapHead+metaLen+snapTrailer > size {
+		return nil, fmt.Errorf("%w: snapshot metadata of %d bytes in a file of %d", ErrCorrupt, metaLen, size)
 	}
-	if crc32.Checksum(payload, castagnoli) != binary.LittleEndian.Uint32(b[16:]) {
+	var trailer [snapTrailer]byte
+	if _, err := f.ReadAt(trailer[:], size-snapTrailer); err != nil {
+		return nil, fmt.Errorf("storage: read snapshot: %w", err)
+	}
+	dataLen := size - snapHead - metaLen - snapTrailer
+	if string(trailer[12:]) != snapEndMagic || binary.LittleEndian.Uint64(trailer[:]) != uint64(dataLen) {
+		return nil, fmt.Errorf("%w: snapshot is cut short", ErrCorrupt)
+	}
+	m := make([]byte, metaLen)
+	if _, err := io.ReadFull(f, m); err != nil {
+		return nil, fmt.Errorf("storage: read snapshot: %w", err)
+	}
+	crc := crc32.Update(0, castagnoli, m)
+	buf := make([]byte, 1<<20)
+	for left := dataLen; left > 0; {
+		n, err := f.Read(buf[:min(left, int64(len(buf)))])
+		if err != nil {
+			return nil, fmt.Errorf("storage: read snapshot: %w", err)
+		}
+		crc = crc32.Update(crc, castagnoli, buf[:n])
+		left -= int64(n)
+	}
+	if crc != binary.LittleEndian.Uint32(trailer[8:]) {
 		return nil, ErrCRCMismatch
 	}
-	var snap raftpb.Snapshot
-	if err := snap.Unmarshal(payload); err != nil {
-		return nil, fmt.Errorf("%w: snapshot: %w", ErrCorrupt, err)
+	var meta raftpb.SnapshotMetadata
+	if err := meta.Unmarshal(m); err != nil {
+		return nil, fmt.Errorf("%w: snapshot metadata: %w", ErrCorrupt, err)
 	}
-	if got := (WALSnapshot{Index: snap.Metadata.Index, Term: snap.Metadata.Term}); got != want {
+	if got := (WALSnapshot{Index: meta.Index, Term: meta.Term}); got != want {
 		return nil, fmt.Errorf("%w: file holds index %d term %d", ErrCorrupt, got.Index, got.Term)
 	}
-	return &snap, nil
-}
-
-func writeFileSync(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return &Snapshot{Metadata: meta, path: path, off: snapHead + metaLen, size: dataLen}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -35,17 +36,21 @@ func mustSnapshotter(t *testing.T, dir string) *storage.Snapshotter {
 	return s
 }
 
-func checkSnapshot(t *testing.T, got *raftpb.Snapshot, want raftpb.Snapshot) {
+func checkSnapshot(t *testing.T, got *storage.Snapshot, want raftpb.Snapshot) {
 	t.Helper()
 	if got == nil {
 		t.Fatalf("no snapshot, want index %d", want.Metadata.Index)
 	}
-	if !bytes.Equal(got.Data, want.Data) || got.Metadata.Index != want.Metadata.Index ||
+	data, err := got.ReadAll()
+	if err != nil {
+		t.Fatalf("read snapshot %d: %v", got.Metadata.Index, err)
+	}
+	if !bytes.Equal(data, want.Data) || got.Size() != int64(len(data)) || got.Metadata.Index != want.Metadata.Index ||
 		got.Metadata.Term != want.Metadata.Term ||
 		!slices.Equal(got.Metadata.ConfState.Voters, want.Metadata.ConfState.Voters) ||
 		!slices.Equal(got.Metadata.ConfState.Learners, want.Metadata.ConfState.Learners) {
 		t.Fatalf("got snapshot %d/%d %q, want %d/%d", got.Metadata.Index, got.Metadata.Term,
-			got.Data[:min(len(got.Data), 20)], want.Metadata.Index, want.Metadata.Term)
+			data[:min(len(data), 20)], want.Metadata.Index, want.Metadata.Term)
 	}
 }
 
@@ -101,7 +106,17 @@ func TestSnapshotterSkipsBrokenFiles(t *testing.T) {
 			b[len(b)/2] ^= 1
 			return os.WriteFile(path, b, 0o600)
 		}},
+		{"flipped metadata byte", func(path string) error { return flipByte(path, 14) }},
+		{"flipped checksum byte", func(path string) error { return flipByte(path, -6) }},
+		{"flipped length byte", func(path string) error { return flipByte(path, -16) }},
 		{"cut short", func(path string) error { return os.Truncate(path, 300) }},
+		{"last byte missing", func(path string) error {
+			info, err := os.Stat(path)
+			if err != nil {
+				return err
+			}
+			return os.Truncate(path, info.Size()-1)
+		}},
 		{"empty", func(path string) error { return os.Truncate(path, 0) }},
 		{"header only", func(path string) error { return os.Truncate(path, 20) }},
 		{"not a snapshot", func(path string) error { return os.WriteFile(path, []byte("hello, world, how are you"), 0o600) }},
@@ -128,6 +143,78 @@ func TestSnapshotterSkipsBrokenFiles(t *testing.T) {
 				t.Fatalf("broken file still in use: %v", err)
 			}
 		})
+	}
+}
+
+// flipByte changes one bit of the byte at off, counted from the end when
+// negative.
+func flipByte(path string, off int) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if off < 0 {
+		off += len(b)
+	}
+	b[off] ^= 1
+	return os.WriteFile(path, b, 0o600)
+}
+
+func TestSnapshotterWriteStreams(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "snap")
+	s := mustSnapshotter(t, dir)
+	meta := raftpb.SnapshotMetadata{Index: 7, Term: 3, ConfState: raftpb.ConfState{Voters: []uint64{1}}}
+	// Written in many small pieces, several megabytes in all.
+	var want bytes.Buffer
+	size, err := s.Write(meta, func(w io.Writer) error {
+		for i := range 100_000 {
+			piece := fmt.Appendf(nil, "node %d;", i)
+			want.Write(piece)
+			if _, err := w.Write(piece); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	mustCheck(t, err)
+	if size != int64(want.Len()) {
+		t.Fatalf("Write returned size %d, wrote %d", size, want.Len())
+	}
+	got, err := mustSnapshotter(t, dir).Load()
+	mustCheck(t, err)
+	checkSnapshot(t, got, raftpb.Snapshot{Metadata: meta, Data: want.Bytes()})
+
+	// A write that fails leaves no file behind, and the older snapshot.
+	failure := errors.New("encoder failed")
+	_, err = s.Write(raftpb.SnapshotMetadata{Index: 9, Term: 3}, func(w io.Writer) error {
+		w.Write([]byte("half of it"))
+		return failure
+	})
+	if !errors.Is(err, failure) {
+		t.Fatalf("Write with a failing encoder: %v, want its error", err)
+	}
+	if files := snapFiles(t, dir); !slices.Equal(files, []string{"0000000000000003-0000000000000007.snap"}) {
+		t.Fatalf("files after a failed write: %v", files)
+	}
+}
+
+func TestSnapshotterRefusesOtherVersions(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "snap")
+	s := mustSnapshotter(t, dir)
+	mustCheck(t, s.Save(newSnapshot(10, 1)))
+	path := filepath.Join(dir, "0000000000000001-000000000000000a.snap")
+	b, err := os.ReadFile(path)
+	mustCheck(t, err)
+	b[4] = 9 // the format version
+	mustCheck(t, os.WriteFile(path, b, 0o600))
+	// Not damage to skip: a snapshot of another version is the operator's
+	// to sort out, and is left where it is.
+	_, err = s.Load()
+	if err == nil || errors.Is(err, storage.ErrCorrupt) || errors.Is(err, storage.ErrNoSnapshot) {
+		t.Fatalf("Load of a version 9 file: %v, want an error that is not ErrCorrupt", err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("file of another version was moved: %v", err)
 	}
 }
 

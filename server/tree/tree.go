@@ -395,6 +395,22 @@ func HasPrefix(path, prefix string) bool {
 	return strings.HasPrefix(path, prefix) && path[len(prefix)] == '/'
 }
 
+// Reserve makes room for n nodes, so restoring a snapshot of n nodes does
+// not grow the index step by step.
+func (t *Tree) Reserve(n int) {
+	if n <= len(t.nodes) {
+		return
+	}
+	nodes := make(map[string]*Node, n)
+	for p, node := range t.nodes {
+		nodes[p] = node
+	}
+	t.nodes = nodes
+}
+
+// InternACL returns the slice the tree shares for ACLs equal to acl.
+func (t *Tree) InternACL(acl []proto.ACL) []proto.ACL { return t.acls.intern(acl) }
+
 // Restore puts a node read from a snapshot at path, keeping its Stat as
 // given. Parents must be restored before their children; the root and the
 // system nodes, which New creates, take the snapshot's values.
