@@ -51,15 +51,15 @@ type SnapshotJob struct {
 	applied  uint64
 	lastZxid int64
 	sessions []Session
-	paths    []string
+	cut      *tree.Cut
 }
 
 // BeginSnapshot freezes the state for a snapshot. It needs exclusive access
-// (no Apply at the same time) and is quick: it lists the paths. Until
+// (no Apply at the same time) and is quick: it copies the sessions only. Until
 // EndSnapshot, Apply keeps the frozen state of what it changes, so the
 // job's Write can run beside it.
 func (f *FSM) BeginSnapshot() *SnapshotJob {
-	return &SnapshotJob{f: f, applied: f.applied, lastZxid: f.lastZxid, sessions: f.Sessions(), paths: f.tree.Freeze()}
+	return &SnapshotJob{f: f, applied: f.applied, lastZxid: f.lastZxid, sessions: f.Sessions(), cut: f.tree.Freeze()}
 }
 
 // EndSnapshot ends the freeze of BeginSnapshot. It needs exclusive access.
@@ -85,27 +85,27 @@ func (j *SnapshotJob) Write(w io.Writer, lock, unlock func()) error {
 		e.Int(s.Timeout)
 		e.Long(int64(s.Owner))
 	}
-	e.Int(int32(len(j.paths)))
+	e.Int(int32(j.cut.Len()))
 	if _, err := bw.Write(e.Bytes()); err != nil {
 		return fmt.Errorf("fsm: save snapshot: %w", err)
 	}
 	buf := make([]byte, 0, 64<<10)
 	acls := make(aclTable)
-	for start := 0; start < len(j.paths); start += snapshotChunk {
+	written := 0
+	for more := true; more; {
 		buf = buf[:0]
 		lock()
-		for _, path := range j.paths[start:min(start+snapshotChunk, len(j.paths))] {
-			n, ok := j.f.tree.FrozenNode(path)
-			if !ok {
-				unlock()
-				panic(fmt.Sprintf("fsm: frozen path %q has no node", path))
-			}
+		more = j.cut.Next(snapshotChunk, func(path []byte, n *tree.Node) {
 			buf = appendNode(buf, path, n, acls)
-		}
+			written++
+		})
 		unlock()
 		if _, err := bw.Write(buf); err != nil {
 			return fmt.Errorf("fsm: save snapshot: %w", err)
 		}
+	}
+	if written != j.cut.Len() {
+		panic(fmt.Sprintf("fsm: snapshot cut of %d nodes held %d", j.cut.Len(), written))
 	}
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("fsm: save snapshot: %w", err)
@@ -118,9 +118,9 @@ func (j *SnapshotJob) Write(w io.Writer, lock, unlock func()) error {
 // element identifies an ACL.
 type aclTable map[*proto.ACL]int32
 
-func appendNode(buf []byte, path string, n *tree.Node, acls aclTable) []byte {
+func appendNode(buf []byte, path []byte, n *tree.Node, acls aclTable) []byte {
 	e := proto.NewEncoder(buf)
-	e.String(path)
+	e.Buffer(path)
 	e.Buffer(n.Data)
 	var key *proto.ACL
 	if len(n.ACL) > 0 {
@@ -149,18 +149,14 @@ func appendNode(buf []byte, path string, n *tree.Node, acls aclTable) []byte {
 // Restore returns the state machine of a snapshot written by Save, read
 // from r as a stream: the snapshot is never held in memory whole.
 func Restore(opts Options, r io.Reader) (*FSM, error) {
-	reserve := maxReserve
-	if sized, ok := r.(interface{ Size() int64 }); ok {
-		reserve = int(min(int64(reserve), sized.Size()/minNodeSize))
-	}
-	f, err := restore(opts, newSnapReader(r), reserve)
+	f, err := restore(opts, newSnapReader(r))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadSnapshot, err)
 	}
 	return f, nil
 }
 
-func restore(opts Options, r *snapReader, reserve int) (*FSM, error) {
+func restore(opts Options, r *snapReader) (*FSM, error) {
 	if magic := r.bytes(len(snapMagic)); r.err != nil || string(magic) != snapMagic {
 		return nil, errors.New("no magic")
 	}
@@ -179,9 +175,6 @@ func restore(opts Options, r *snapReader, reserve int) (*FSM, error) {
 		f.sessions[s.ID] = s
 	}
 	nn := r.count()
-	// Room for the nodes up front, but only as much as a count read from
-	// the stream can be trusted with: a larger tree grows the rest.
-	f.tree.Reserve(min(nn, reserve))
 	var acls [][]proto.ACL
 	for range nn {
 		path := r.string()
@@ -205,12 +198,9 @@ func restore(opts Options, r *snapReader, reserve int) (*FSM, error) {
 		if err := proto.ValidatePath(path); err != nil {
 			return nil, fmt.Errorf("node %q: %w", path, err)
 		}
-		if path != "/" {
-			if _, ok := f.tree.Get(proto.Parent(path)); !ok {
-				return nil, fmt.Errorf("%q before its parent", path)
-			}
+		if err := f.tree.Restore(path, n); err != nil {
+			return nil, err
 		}
-		f.tree.Restore(path, n)
 	}
 	if r.err != nil {
 		return nil, r.err
@@ -293,14 +283,6 @@ func (r *snapReader) long() int64 {
 	}
 	return int64(binary.BigEndian.Uint64(b))
 }
-
-// maxReserve bounds the nodes Restore makes room for before it has read
-// them, and so does the size of the snapshot, when the reader knows it:
-// no node takes fewer than minNodeSize bytes.
-const (
-	maxReserve  = 1 << 20
-	minNodeSize = 4 + 1 + 4 + 4 + 5*8 + 3*4 + 8
-)
 
 // maxSnapField bounds a length read from a snapshot before anything is
 // allocated for it; the file's checksum was verified, so this only guards

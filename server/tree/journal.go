@@ -52,23 +52,20 @@ func (t *Tree) Rollback() {
 		u := j[i]
 		switch u.kind {
 		case undoCreate:
-			n := t.nodes[u.path]
-			parent := t.nodes[proto.Parent(u.path)]
-			delete(parent.children, proto.Base(u.path))
-			delete(t.nodes, u.path)
-			t.dataSize -= int64(len(u.path) + len(n.Data))
-			t.unindex(u.path, n)
+			n := t.lookup(u.path)
+			parent := t.lookup(proto.Parent(u.path))
+			t.unlink(parent, u.path, n)
 			parent.Cversion, parent.Pzxid = u.parentCversion, u.parentPzxid
 		case undoDelete:
-			t.insert(u.path, u.node)
-			parent := t.nodes[proto.Parent(u.path)]
+			parent := t.lookup(proto.Parent(u.path))
+			t.insert(parent, u.path, u.node)
 			parent.Cversion, parent.Pzxid = u.parentCversion, u.parentPzxid
 		case undoSetData:
-			n := t.nodes[u.path]
+			n := t.lookup(u.path)
 			t.dataSize += int64(len(u.data) - len(n.Data))
 			n.Data, n.Version, n.Mzxid, n.Mtime = u.data, u.version, u.mzxid, u.mtime
 		case undoSetACL:
-			n := t.nodes[u.path]
+			n := t.lookup(u.path)
 			n.ACL, n.Aversion = u.acl, u.version
 		}
 	}

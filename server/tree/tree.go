@@ -59,7 +59,10 @@ type Node struct {
 	Version, Cversion, Aversion int32
 	EphemeralOwner              int64
 
-	children map[string]struct{}
+	// children maps each child's name to it. The tree is linked through
+	// these maps alone: there is no index of full paths, whose keys would
+	// cost more than the nodes' own fields.
+	children map[string]*Node
 }
 
 // Stat returns the node's Stat as a client sees it. The stored Cversion
@@ -100,10 +103,11 @@ func (n *Node) Children() []string {
 
 // Tree is the znode tree. The zero value is not usable; call New.
 type Tree struct {
-	// nodes maps every absolute path to its node.
-	// Invariant: a node's children are exactly the paths one level below it.
+	root *Node
+	// count is the number of nodes, the root included.
+	count int
 	// Invariant: Node.Cversion counts child creations, never deletions.
-	nodes map[string]*Node
+
 	// ephemerals indexes ephemeral nodes by owning session.
 	ephemerals map[int64]map[string]struct{}
 	containers map[string]struct{}
@@ -118,10 +122,10 @@ type Tree struct {
 	// journal, when non-nil, records how to undo each mutation.
 	journal *[]undo
 
-	// frozen, while a snapshot is being written, holds the node at the
-	// freeze of every path changed since: a copy without children, or nil
-	// for a path that did not exist. Paths not in it are unchanged.
-	frozen map[string]*Node
+	// frozen, while a snapshot's cut is open (see Freeze), holds what the
+	// cut needs of every node changed since: its state and its children
+	// at the freeze. Nodes not in it are unchanged.
+	frozen map[*Node]*frozenNode
 }
 
 // System nodes that every ZooKeeper 3.8 server has.
@@ -134,7 +138,6 @@ const (
 // New returns a tree with the root and ZooKeeper's system nodes.
 func New(extended bool) *Tree {
 	t := &Tree{
-		nodes:      make(map[string]*Node),
 		ephemerals: make(map[int64]map[string]struct{}),
 		containers: make(map[string]struct{}),
 		ttls:       make(map[string]struct{}),
@@ -142,11 +145,13 @@ func New(extended bool) *Tree {
 		extended:   extended,
 	}
 	empty := []byte{}
-	t.nodes["/"] = &Node{Data: empty, ACL: t.acls.intern(OpenACL)}
-	t.insert(ZookeeperPath, &Node{Data: empty, ACL: t.acls.intern(OpenACL)})
-	t.insert(QuotaPath, &Node{Data: empty, ACL: t.acls.intern(OpenACL)})
+	t.root = &Node{Data: empty, ACL: t.acls.intern(OpenACL)}
+	t.count = 1
+	zk := &Node{Data: empty, ACL: t.acls.intern(OpenACL)}
+	t.insert(t.root, ZookeeperPath, zk)
+	t.insert(zk, QuotaPath, &Node{Data: empty, ACL: t.acls.intern(OpenACL)})
 	// ZooKeeper creates the config node with aversion -1.
-	t.insert(ConfigPath, &Node{Data: empty, ACL: t.acls.intern(ReadACL), Aversion: -1})
+	t.insert(zk, ConfigPath, &Node{Data: empty, ACL: t.acls.intern(ReadACL), Aversion: -1})
 	return t
 }
 
@@ -162,27 +167,55 @@ func (t *Tree) Extended() bool { return t.extended }
 
 // Get returns the node at path.
 func (t *Tree) Get(path string) (*Node, bool) {
-	n, ok := t.nodes[path]
-	return n, ok
+	n := t.lookup(path)
+	return n, n != nil
+}
+
+// lookup walks from the root to path, one name at a time; nil if there is
+// no node at path. path must be valid.
+func (t *Tree) lookup(path string) *Node {
+	n := t.root
+	if path == "/" {
+		return n
+	}
+	rest := path[1:]
+	for n != nil {
+		i := strings.IndexByte(rest, '/')
+		if i < 0 {
+			return n.children[rest]
+		}
+		n = n.children[rest[:i]]
+		rest = rest[i+1:]
+	}
+	return nil
 }
 
 // Len returns the number of nodes, the root and system nodes included.
-func (t *Tree) Len() int { return len(t.nodes) }
+func (t *Tree) Len() int { return t.count }
 
 // DataSize returns the approximate bytes of paths and data, as ZooKeeper's
 // approximate_data_size.
 func (t *Tree) DataSize() int64 { return t.dataSize }
 
-// insert links n under its parent and indexes it; the parent must exist.
-func (t *Tree) insert(path string, n *Node) {
-	parent := t.nodes[proto.Parent(path)]
+// insert links n under parent, the node at path's parent, and indexes it.
+func (t *Tree) insert(parent *Node, path string, n *Node) {
 	if parent.children == nil {
-		parent.children = make(map[string]struct{})
+		parent.children = make(map[string]*Node)
 	}
-	parent.children[proto.Base(path)] = struct{}{}
-	t.nodes[path] = n
+	// A name of its own: a slice of path would keep the whole request's
+	// path alive for as long as the node lives.
+	parent.children[strings.Clone(proto.Base(path))] = n
+	t.count++
 	t.dataSize += int64(len(path) + len(n.Data))
 	t.index(path, n)
+}
+
+// unlink removes n, a leaf, from parent and from the indexes.
+func (t *Tree) unlink(parent *Node, path string, n *Node) {
+	delete(parent.children, proto.Base(path))
+	t.count--
+	t.dataSize -= int64(len(path) + len(n.Data))
+	t.unindex(path, n)
 }
 
 func (t *Tree) index(path string, n *Node) {
@@ -228,9 +261,9 @@ func SequenceName(path string, parentCversion int32) string {
 // the path does not. The parent's cversion goes up by one and its pzxid
 // becomes zxid.
 func (t *Tree) Create(path string, data []byte, acl []proto.ACL, owner int64, zxid, time int64) *Node {
-	parent := t.nodes[proto.Parent(path)]
-	t.preserve(path)
-	t.preserve(proto.Parent(path))
+	parent := t.lookup(proto.Parent(path))
+	t.preserve(parent)
+	t.preserveChildren(parent)
 	t.record(undo{kind: undoCreate, path: path, parentCversion: parent.Cversion, parentPzxid: parent.Pzxid})
 	n := &Node{
 		Data: data, ACL: t.acls.intern(acl),
@@ -238,7 +271,7 @@ func (t *Tree) Create(path string, data []byte, acl []proto.ACL, owner int64, zx
 		Ctime: time, Mtime: time,
 		EphemeralOwner: owner,
 	}
-	t.insert(path, n)
+	t.insert(parent, path, n)
 	parent.Cversion++
 	parent.Pzxid = zxid
 	return n
@@ -247,27 +280,26 @@ func (t *Tree) Create(path string, data []byte, acl []proto.ACL, owner int64, zx
 // Delete removes a node that has no children. The parent's pzxid becomes
 // zxid if that is higher; its cversion does not change, as in ZooKeeper.
 func (t *Tree) Delete(path string, zxid int64) {
-	n := t.nodes[path]
+	n := t.lookup(path)
 	if n == nil || len(n.children) > 0 {
 		panic(fmt.Sprintf("tree: delete of %q which is missing or has children", path))
 	}
-	parent := t.nodes[proto.Parent(path)]
-	t.preserve(path)
-	t.preserve(proto.Parent(path))
+	parent := t.lookup(proto.Parent(path))
+	// The deleted node itself is not changed, only unlinked: a cut that
+	// still holds it reads it as it is.
+	t.preserve(parent)
+	t.preserveChildren(parent)
 	t.record(undo{kind: undoDelete, path: path, node: n, parentCversion: parent.Cversion, parentPzxid: parent.Pzxid})
-	delete(parent.children, proto.Base(path))
 	if zxid > parent.Pzxid {
 		parent.Pzxid = zxid
 	}
-	delete(t.nodes, path)
-	t.dataSize -= int64(len(path) + len(n.Data))
-	t.unindex(path, n)
+	t.unlink(parent, path, n)
 }
 
 // SetData replaces a node's data and sets its version.
 func (t *Tree) SetData(path string, data []byte, version int32, zxid, time int64) *Node {
-	n := t.nodes[path]
-	t.preserve(path)
+	n := t.lookup(path)
+	t.preserve(n)
 	t.record(undo{kind: undoSetData, path: path, data: n.Data, version: n.Version, mzxid: n.Mzxid, mtime: n.Mtime})
 	t.dataSize += int64(len(data) - len(n.Data))
 	n.Data = data
@@ -279,8 +311,8 @@ func (t *Tree) SetData(path string, data []byte, version int32, zxid, time int64
 
 // SetACL replaces a node's ACL and sets its aversion.
 func (t *Tree) SetACL(path string, acl []proto.ACL, aversion int32) *Node {
-	n := t.nodes[path]
-	t.preserve(path)
+	n := t.lookup(path)
+	t.preserve(n)
 	t.record(undo{kind: undoSetACL, path: path, acl: n.ACL, version: n.Aversion})
 	n.ACL = t.acls.intern(acl)
 	n.Aversion = aversion
@@ -323,7 +355,7 @@ func (t *Tree) EphemeralCount() int {
 func (t *Tree) Candidates(now int64) []string {
 	var paths []string
 	for p := range t.containers {
-		if n := t.nodes[p]; n.Cversion > 0 && len(n.children) == 0 {
+		if n := t.lookup(p); n.Cversion > 0 && len(n.children) == 0 {
 			paths = append(paths, p)
 		}
 	}
@@ -339,8 +371,8 @@ func (t *Tree) Candidates(now int64) []string {
 // TTLExpired reports whether path is a childless TTL node whose TTL has run
 // out at now (milliseconds since the last change of the node).
 func (t *Tree) TTLExpired(path string, now int64) bool {
-	n, ok := t.nodes[path]
-	if !ok || len(n.children) > 0 || KindOf(n.EphemeralOwner, t.extended) != TTL {
+	n := t.lookup(path)
+	if n == nil || len(n.children) > 0 || KindOf(n.EphemeralOwner, t.extended) != TTL {
 		return false
 	}
 	return now-n.Mtime > TTLOf(n.EphemeralOwner)
@@ -349,7 +381,7 @@ func (t *Tree) TTLExpired(path string, now int64) bool {
 // Walk calls fn for every node in depth-first order, parents before
 // children and siblings sorted, until fn returns false.
 func (t *Tree) Walk(fn func(path string, n *Node) bool) {
-	t.walk("/", t.nodes["/"], fn)
+	t.walk("/", t.root, fn)
 }
 
 func (t *Tree) walk(path string, n *Node, fn func(string, *Node) bool) bool {
@@ -357,8 +389,7 @@ func (t *Tree) walk(path string, n *Node, fn func(string, *Node) bool) bool {
 		return false
 	}
 	for _, name := range n.Children() {
-		p := proto.Join(path, name)
-		if !t.walk(p, t.nodes[p], fn) {
+		if !t.walk(proto.Join(path, name), n.children[name], fn) {
 			return false
 		}
 	}
@@ -369,19 +400,20 @@ func (t *Tree) walk(path string, n *Node, fn func(string, *Node) bool) bool {
 // getAllChildrenNumber).
 func (t *Tree) CountDescendants(path string) int {
 	if path == "/" {
-		return len(t.nodes) - 1
+		return t.count - 1
 	}
-	if _, ok := t.nodes[path]; !ok {
+	n := t.lookup(path)
+	if n == nil {
 		return 0
 	}
 	count := 0
-	stack := []string{path}
+	stack := []*Node{n}
 	for len(stack) > 0 {
-		p := stack[len(stack)-1]
+		n := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		for name := range t.nodes[p].children {
+		for _, c := range n.children {
 			count++
-			stack = append(stack, proto.Join(p, name))
+			stack = append(stack, c)
 		}
 	}
 	return count
@@ -395,91 +427,193 @@ func HasPrefix(path, prefix string) bool {
 	return strings.HasPrefix(path, prefix) && path[len(prefix)] == '/'
 }
 
-// Reserve makes room for n nodes, so restoring a snapshot of n nodes does
-// not grow the index step by step.
-func (t *Tree) Reserve(n int) {
-	if n <= len(t.nodes) {
-		return
-	}
-	nodes := make(map[string]*Node, n)
-	for p, node := range t.nodes {
-		nodes[p] = node
-	}
-	t.nodes = nodes
-}
-
 // InternACL returns the slice the tree shares for ACLs equal to acl.
 func (t *Tree) InternACL(acl []proto.ACL) []proto.ACL { return t.acls.intern(acl) }
 
 // Restore puts a node read from a snapshot at path, keeping its Stat as
 // given. Parents must be restored before their children; the root and the
 // system nodes, which New creates, take the snapshot's values.
-func (t *Tree) Restore(path string, n *Node) {
+func (t *Tree) Restore(path string, n *Node) error {
 	n.ACL = t.acls.intern(n.ACL)
-	if old, ok := t.nodes[path]; ok {
+	if path == "/" {
+		n.children = t.root.children
+		t.dataSize += int64(len(n.Data) - len(t.root.Data))
+		t.root = n
+		return nil
+	}
+	parent := t.lookup(proto.Parent(path))
+	if parent == nil {
+		return fmt.Errorf("tree: %q restored before its parent", path)
+	}
+	if old, ok := parent.children[proto.Base(path)]; ok {
 		n.children = old.children
 		t.dataSize += int64(len(n.Data) - len(old.Data))
 		t.unindex(path, old)
-		t.nodes[path] = n
+		parent.children[proto.Base(path)] = n
 		t.index(path, n)
-		return
+		return nil
 	}
-	t.insert(path, n)
+	t.insert(parent, path, n)
+	return nil
 }
 
-// Freeze starts a consistent cut for a snapshot and returns every path at
-// this moment, parents before children. Until Thaw, mutations keep the
-// state each node had at the freeze, so FrozenNode can read the cut while
-// the tree goes on changing: a snapshot is written beside writes instead
-// of stopping them.
-func (t *Tree) Freeze() []string {
-	t.frozen = make(map[string]*Node)
-	var byDepth [][]string
-	for p := range t.nodes {
-		d := strings.Count(p, "/")
-		if p == "/" {
-			d = 0
-		}
-		for len(byDepth) <= d {
-			byDepth = append(byDepth, nil)
-		}
-		byDepth[d] = append(byDepth[d], p)
-	}
-	paths := make([]string, 0, len(t.nodes))
-	for _, ps := range byDepth {
-		paths = append(paths, ps...)
-	}
-	return paths
+// frozenNode is what a cut keeps of a node changed since the freeze.
+type frozenNode struct {
+	// node is a copy of the node at the freeze, children aside, if its
+	// own fields have changed since (changed is set).
+	node    Node
+	changed bool
+	// children are the node's children at the freeze, if they have
+	// changed since (childrenSaved is set).
+	children      []child
+	childrenSaved bool
 }
 
-// Thaw ends the cut started by Freeze.
+type child struct {
+	name string
+	node *Node
+}
+
+// Freeze opens a consistent cut of the tree for a snapshot and returns it.
+// Until Thaw, mutations keep what the cut needs of the nodes they change,
+// so the cut can be read while the tree goes on changing: a snapshot is
+// written beside writes instead of stopping them. Freeze itself is quick;
+// it copies nothing.
+func (t *Tree) Freeze() *Cut {
+	t.frozen = make(map[*Node]*frozenNode)
+	return &Cut{t: t, count: t.count}
+}
+
+// Thaw ends the cut opened by Freeze.
 func (t *Tree) Thaw() { t.frozen = nil }
 
-// FrozenNode returns the node at path as it was at the freeze; false if it
-// did not exist then. Callers must not modify the node.
-func (t *Tree) FrozenNode(path string) (*Node, bool) {
-	if n, changed := t.frozen[path]; changed {
-		return n, n != nil
-	}
-	n, ok := t.nodes[path]
-	return n, ok
-}
-
-// preserve keeps the node at path as it is, if a snapshot's cut is open
-// and this is its first change since the freeze.
-func (t *Tree) preserve(path string) {
+// preserve keeps n's own fields as they are, if a cut is open and this is
+// their first change since the freeze.
+func (t *Tree) preserve(n *Node) {
 	if t.frozen == nil {
 		return
 	}
-	if _, done := t.frozen[path]; done {
+	f := t.frozen[n]
+	if f == nil {
+		f = &frozenNode{}
+		t.frozen[n] = f
+	}
+	if !f.changed {
+		f.node = *n
+		f.node.children = nil
+		f.changed = true
+	}
+}
+
+// preserveChildren keeps n's children as they are, if a cut is open and
+// this is their first change since the freeze.
+func (t *Tree) preserveChildren(n *Node) {
+	if t.frozen == nil {
 		return
 	}
-	n, ok := t.nodes[path]
-	if !ok {
-		t.frozen[path] = nil
-		return
+	f := t.frozen[n]
+	if f == nil {
+		f = &frozenNode{}
+		t.frozen[n] = f
 	}
-	c := *n
-	c.children = nil
-	t.frozen[path] = &c
+	if !f.childrenSaved {
+		f.children = childList(n)
+		f.childrenSaved = true
+	}
+}
+
+func childList(n *Node) []child {
+	list := make([]child, 0, len(n.children))
+	for name, c := range n.children {
+		list = append(list, child{name, c})
+	}
+	return list
+}
+
+// Cut is the tree as it was at a Freeze. It is read a chunk at a time, by
+// Next, under the same lock as the tree's mutations, so that they can run
+// between two chunks.
+type Cut struct {
+	t     *Tree
+	count int
+	// stack holds, for each node on the way down to the next one, its
+	// children at the freeze and how many have been visited.
+	stack   []cutFrame
+	path    []byte
+	started bool
+}
+
+type cutFrame struct {
+	children []child
+	next     int
+	// pathLen is the length of this node's path in Cut.path; 0 for the
+	// root, whose children's paths start with the separator.
+	pathLen int
+}
+
+// Len returns the number of nodes in the cut.
+func (c *Cut) Len() int { return c.count }
+
+// Next calls fn for up to max nodes of the cut, in an order where every
+// parent precedes its children, and reports whether nodes remain. fn gets
+// the node's path (valid only during the call) and the node as it was at
+// the freeze, which it must not modify or keep. Calls must hold the lock
+// that serialises the tree's mutations (a read lock suffices).
+func (c *Cut) Next(max int, fn func(path []byte, n *Node)) bool {
+	if c.t.frozen == nil {
+		panic("tree: Cut.Next after Thaw")
+	}
+	for visited := 0; visited < max; visited++ {
+		if !c.started {
+			c.started = true
+			c.path = append(c.path[:0], '/')
+			c.visit(c.t.root, 0, fn)
+			continue
+		}
+		top := c.top()
+		for top != nil && top.next == len(top.children) {
+			c.stack = c.stack[:len(c.stack)-1]
+			top = c.top()
+		}
+		if top == nil {
+			return false
+		}
+		ch := top.children[top.next]
+		top.next++
+		c.path = append(append(c.path[:top.pathLen], '/'), ch.name...)
+		c.visit(ch.node, len(c.path), fn)
+	}
+	for top := c.top(); top != nil && top.next == len(top.children); top = c.top() {
+		c.stack = c.stack[:len(c.stack)-1]
+	}
+	return len(c.stack) > 0
+}
+
+func (c *Cut) top() *cutFrame {
+	if len(c.stack) == 0 {
+		return nil
+	}
+	return &c.stack[len(c.stack)-1]
+}
+
+// visit hands n, as it was at the freeze, to fn and puts its children at
+// the freeze on the stack.
+func (c *Cut) visit(n *Node, pathLen int, fn func([]byte, *Node)) {
+	view := n
+	var children []child
+	saved := false
+	if f := c.t.frozen[n]; f != nil {
+		if f.changed {
+			view = &f.node
+		}
+		children, saved = f.children, f.childrenSaved
+	}
+	if !saved {
+		// Unchanged since the freeze: the live children are the cut's.
+		children = childList(n)
+	}
+	fn(c.path, view)
+	if len(children) > 0 {
+		c.stack = append(c.stack, cutFrame{children: children, pathLen: pathLen})
+	}
 }
