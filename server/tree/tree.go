@@ -493,12 +493,7 @@ func (t *Tree) preserve(n *Node) {
 	if t.frozen == nil {
 		return
 	}
-	f := t.frozen[n]
-	if f == nil {
-		f = &frozenNode{}
-		t.frozen[n] = f
-	}
-	if !f.changed {
+	if f := t.frozenEntry(n); !f.changed {
 		f.node = *n
 		f.node.children = nil
 		f.changed = true
@@ -511,15 +506,19 @@ func (t *Tree) preserveChildren(n *Node) {
 	if t.frozen == nil {
 		return
 	}
+	if f := t.frozenEntry(n); !f.childrenSaved {
+		f.children = childList(n)
+		f.childrenSaved = true
+	}
+}
+
+func (t *Tree) frozenEntry(n *Node) *frozenNode {
 	f := t.frozen[n]
 	if f == nil {
 		f = &frozenNode{}
 		t.frozen[n] = f
 	}
-	if !f.childrenSaved {
-		f.children = childList(n)
-		f.childrenSaved = true
-	}
+	return f
 }
 
 func childList(n *Node) []child {
