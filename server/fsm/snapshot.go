@@ -176,9 +176,11 @@ func restore(opts Options, r *snapReader) (*FSM, error) {
 	}
 	nn := r.count()
 	var acls [][]proto.ACL
+	var alloc slabs
 	for range nn {
 		path := r.string()
-		n := &tree.Node{Data: r.buffer()}
+		n := alloc.node()
+		n.Data = r.buffer(&alloc)
 		switch i := r.int(); {
 		case i >= 0 && int(i) < len(acls):
 			n.ACL = acls[i]
@@ -301,13 +303,60 @@ func (r *snapReader) length() int {
 // count reads the number of elements of a vector; -1 (null) reads as 0.
 func (r *snapReader) count() int { return max(r.length(), 0) }
 
-// buffer reads a jute buffer into its own slice; null reads as nil.
-func (r *snapReader) buffer() []byte {
+// buffer reads a jute buffer into a slice of its own from alloc; null
+// reads as nil.
+func (r *snapReader) buffer(alloc *slabs) []byte {
 	n := r.length()
 	if r.err != nil || n < 0 {
 		return nil
 	}
-	return r.readNew(n)
+	if n > slabSize/4 {
+		return r.readNew(n)
+	}
+	b := alloc.bytes(n)
+	if _, err := io.ReadFull(r.r, b); err != nil {
+		r.fail("cut short: %w", err)
+		return nil
+	}
+	return b
+}
+
+// slabs hands out the nodes and the small values of a restore from larger
+// allocations: a million nodes cost thousands of allocations instead of
+// millions, and values are not rounded up to the allocator's size classes.
+// The price is that a slab stays in memory until every node or value
+// carved from it is gone; slabs are small (slabSize) to keep that cheap.
+type slabs struct {
+	nodes []tree.Node
+	data  []byte
+}
+
+const (
+	slabSize  = 4096
+	slabNodes = 32
+)
+
+func (s *slabs) node() *tree.Node {
+	if len(s.nodes) == 0 {
+		s.nodes = make([]tree.Node, slabNodes)
+	}
+	n := &s.nodes[0]
+	s.nodes = s.nodes[1:]
+	return n
+}
+
+// bytes returns n bytes whose capacity is n, so that an append to them
+// never writes over their neighbours; n is at most slabSize.
+func (s *slabs) bytes(n int) []byte {
+	if n == 0 {
+		return []byte{}
+	}
+	if len(s.data) < n {
+		s.data = make([]byte, slabSize)
+	}
+	b := s.data[:n:n]
+	s.data = s.data[n:]
+	return b
 }
 
 func (r *snapReader) string() string { return string(r.bytes(r.count())) }

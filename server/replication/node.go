@@ -20,10 +20,13 @@ var ErrStopped = errors.New("replication: node stopped")
 
 // Storage is the durable raft log and snapshots.
 type Storage interface {
-	// Load returns the newest snapshot's metadata (index 0 when there is
-	// none) with a reader of its data (nil when there is none; the caller
-	// closes it), the hard state, and the log entries after the snapshot.
-	Load() (raftpb.SnapshotMetadata, io.ReadCloser, raftpb.HardState, []raftpb.Entry, error)
+	// LoadSnapshot returns the newest snapshot's metadata (index 0 when
+	// there is none) with a reader of its data (nil when there is none;
+	// the caller closes it).
+	LoadSnapshot() (raftpb.SnapshotMetadata, io.ReadCloser, error)
+	// ReadLog returns the hard state and the log entries after the
+	// snapshot. It runs beside the restoring of the snapshot.
+	ReadLog() (raftpb.HardState, []raftpb.Entry, error)
 	// Save appends the hard state and entries durably (one fsync).
 	Save(st raftpb.HardState, ents []raftpb.Entry) error
 	// SaveSnapshot writes a snapshot received whole durably and marks it
@@ -145,19 +148,33 @@ func Start(cfg Config) (*Node, error) {
 		pendingReads: make(map[string]readRequest),
 		snapc:        make(chan snapResult, 1),
 	}
-	meta, data, st, ents, err := cfg.Storage.Load()
+	meta, data, err := cfg.Storage.LoadSnapshot()
 	if err != nil {
-		return nil, fmt.Errorf("replication: load storage: %w", err)
+		return nil, fmt.Errorf("replication: load snapshot: %w", err)
 	}
-	fresh := meta.Index == 0 && raft.IsEmptyHardState(st) && len(ents) == 0
-	if meta.Index != 0 {
+	// The log is read while the snapshot is restored: a restart takes
+	// the longer of the two, not their sum.
+	restored := make(chan error, 1)
+	go func() {
+		if data == nil {
+			restored <- nil
+			return
+		}
 		err := cfg.FSM.Restore(data)
 		if cerr := data.Close(); err == nil {
 			err = cerr
 		}
-		if err != nil {
-			return nil, fmt.Errorf("replication: restore snapshot at %d: %w", meta.Index, err)
-		}
+		restored <- err
+	}()
+	st, ents, err := cfg.Storage.ReadLog()
+	if rerr := <-restored; rerr != nil {
+		return nil, fmt.Errorf("replication: restore snapshot at %d: %w", meta.Index, rerr)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("replication: read log: %w", err)
+	}
+	fresh := meta.Index == 0 && raft.IsEmptyHardState(st) && len(ents) == 0
+	if meta.Index != 0 {
 		// The in-memory log keeps the snapshot's metadata only: the data
 		// can be hundreds of megabytes and is on disk.
 		if err := n.mem.ApplySnapshot(raftpb.Snapshot{Metadata: meta}); err != nil {
@@ -166,8 +183,6 @@ func Start(cfg Config) (*Node, error) {
 		n.applied = meta.Index
 		n.snapIndex = meta.Index
 		n.conf = meta.ConfState
-	} else if data != nil {
-		data.Close()
 	}
 	if !raft.IsEmptyHardState(st) {
 		if err := n.mem.SetHardState(st); err != nil {

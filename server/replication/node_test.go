@@ -33,7 +33,16 @@ type memStorage struct {
 	saves   int
 }
 
-func (m *memStorage) Load() (raftpb.SnapshotMetadata, io.ReadCloser, raftpb.HardState, []raftpb.Entry, error) {
+func (m *memStorage) LoadSnapshot() (raftpb.SnapshotMetadata, io.ReadCloser, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.snap.Metadata.Index == 0 {
+		return raftpb.SnapshotMetadata{}, nil, nil
+	}
+	return m.snap.Metadata, io.NopCloser(bytes.NewReader(m.snap.Data)), nil
+}
+
+func (m *memStorage) ReadLog() (raftpb.HardState, []raftpb.Entry, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var ents []raftpb.Entry
@@ -42,11 +51,7 @@ func (m *memStorage) Load() (raftpb.SnapshotMetadata, io.ReadCloser, raftpb.Hard
 			ents = append(ents, e)
 		}
 	}
-	var data io.ReadCloser
-	if m.snap.Metadata.Index != 0 {
-		data = io.NopCloser(bytes.NewReader(m.snap.Data))
-	}
-	return m.snap.Metadata, data, m.st, ents, nil
+	return m.st, ents, nil
 }
 
 func (m *memStorage) Save(st raftpb.HardState, ents []raftpb.Entry) error {

@@ -19,7 +19,6 @@ type Disk struct {
 	wal     *WAL
 	retain  int
 	pending *Snapshot
-	loaded  bool
 }
 
 // OpenDisk opens (creating on first use) the WAL in walDir and the
@@ -63,30 +62,34 @@ func OpenDisk(walDir, snapDir string, retain int, lg *slog.Logger) (*Disk, error
 	return d, nil
 }
 
-// Load returns the newest usable snapshot's metadata (index 0 when there
-// is none) and a reader of its data (nil when there is none; the caller
-// closes it), the hard state, and the entries after the snapshot. It may be
-// called once, before any Save.
-func (d *Disk) Load() (raftpb.SnapshotMetadata, io.ReadCloser, raftpb.HardState, []raftpb.Entry, error) {
-	var none raftpb.SnapshotMetadata
-	if d.loaded {
-		return none, nil, raftpb.HardState{}, nil, errors.New("storage: Load called twice")
+// LoadSnapshot returns the newest usable snapshot's metadata (index 0 when
+// there is none) and a reader of its data (nil when there is none; the
+// caller closes it). It may be called once.
+func (d *Disk) LoadSnapshot() (raftpb.SnapshotMetadata, io.ReadCloser, error) {
+	if d.pending == nil {
+		return raftpb.SnapshotMetadata{}, nil, errors.New("storage: LoadSnapshot called twice")
 	}
-	d.loaded = true
 	snap := d.pending
 	d.pending = nil
-	_, st, ents, err := d.wal.ReadAll()
-	if err != nil {
-		return none, nil, raftpb.HardState{}, nil, fmt.Errorf("storage: read WAL: %w", err)
-	}
 	if snap.Metadata.Index == 0 {
-		return none, nil, st, ents, nil
+		return raftpb.SnapshotMetadata{}, nil, nil
 	}
 	data, err := snap.Open()
 	if err != nil {
-		return none, nil, raftpb.HardState{}, nil, err
+		return raftpb.SnapshotMetadata{}, nil, err
 	}
-	return snap.Metadata, data, st, ents, nil
+	return snap.Metadata, data, nil
+}
+
+// ReadLog returns the hard state and the entries after the snapshot. It
+// must be called once, before any Save; it may run beside the reading of
+// the snapshot's data.
+func (d *Disk) ReadLog() (raftpb.HardState, []raftpb.Entry, error) {
+	_, st, ents, err := d.wal.ReadAll()
+	if err != nil {
+		return raftpb.HardState{}, nil, fmt.Errorf("storage: read WAL: %w", err)
+	}
+	return st, ents, nil
 }
 
 // Save appends the hard state and entries with one fsync.

@@ -431,10 +431,10 @@ func HasPrefix(path, prefix string) bool {
 func (t *Tree) InternACL(acl []proto.ACL) []proto.ACL { return t.acls.intern(acl) }
 
 // Restore puts a node read from a snapshot at path, keeping its Stat as
-// given. Parents must be restored before their children; the root and the
-// system nodes, which New creates, take the snapshot's values.
+// given; its ACL must come from InternACL. Parents must be restored before
+// their children; the root and the system nodes, which New creates, take
+// the snapshot's values.
 func (t *Tree) Restore(path string, n *Node) error {
-	n.ACL = t.acls.intern(n.ACL)
 	if path == "/" {
 		n.children = t.root.children
 		t.dataSize += int64(len(n.Data) - len(t.root.Data))
