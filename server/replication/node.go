@@ -520,10 +520,12 @@ func (n *Node) releaseWaitingReads() {
 // The in-memory log keeps at most keepEntries applied entries and about
 // keepBytes of them for followers to catch up from; older entries are only
 // in the WAL. Between snapshots it would otherwise hold up to SnapCount
-// entries of up to jute.maxbuffer each.
+// entries of up to jute.maxbuffer each. A follower further behind than
+// that is sent a snapshot; the bound is low because the entries sit in
+// memory beside the tree, whose footprint is what users measure.
 const (
 	keepEntries = 5000
-	keepBytes   = 64 << 20
+	keepBytes   = 16 << 20
 )
 
 // trimLog drops applied entries from the in-memory log beyond the limits,
