@@ -141,6 +141,22 @@ func (d *Decoder) Buffer() []byte {
 	return append(make([]byte, 0, len(b)), b...)
 }
 
+// BufferView reads a buffer like Buffer, but without copying it: the result
+// shares the decoder's input, so it is only for input that is never
+// changed and for callers that are done with the result when they are done
+// with the input.
+func (d *Decoder) BufferView() []byte {
+	n := d.Int()
+	if d.err != nil || n == -1 {
+		return nil
+	}
+	b := d.take(int(n), "buffer")
+	if b == nil {
+		return nil
+	}
+	return b[:len(b):len(b)]
+}
+
 // String reads a string; null decodes as "".
 func (d *Decoder) String() string {
 	n := d.Int()

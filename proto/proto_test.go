@@ -200,3 +200,27 @@ func TestPathParts(t *testing.T) {
 		}
 	}
 }
+
+func TestBufferViewSharesInputWithoutSpillingOver(t *testing.T) {
+	e := NewEncoder(nil)
+	e.Buffer([]byte("abc"))
+	e.Buffer(nil)
+	e.Int(7)
+	in := e.Bytes()
+	d := NewDecoder(in)
+	b := d.BufferView()
+	if string(b) != "abc" || cap(b) != 3 {
+		t.Fatalf("BufferView = %q (cap %d), want \"abc\" (cap 3)", b, cap(b))
+	}
+	if &b[0] != &in[4] {
+		t.Fatal("BufferView copied its input")
+	}
+	if null := d.BufferView(); null != nil || d.Int() != 7 || d.Err() != nil {
+		t.Fatalf("null buffer = %v, then %v", null, d.Err())
+	}
+	// An append to the view must not write over what follows it.
+	_ = append(b, 'x')
+	if in[7] != 0xff {
+		t.Fatalf("append to a view wrote into the input: % x", in)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -225,6 +226,10 @@ func (s *Server) Run(ctx context.Context) error {
 	defer cancel()
 	s.wg.Go(func() { s.expireSessions(ctx) })
 	s.wg.Go(func() { s.sweepContainers(ctx) })
+	// What the start read and replayed (the snapshot's stream, the log's
+	// entries) is garbage now: hand it back to the system at once rather
+	// than over minutes, since a server is sized by its resident memory.
+	s.wg.Go(debug.FreeOSMemory)
 	go func() {
 		select {
 		case <-ctx.Done():

@@ -121,7 +121,9 @@ func UnmarshalEntry(b []byte) (*Entry, error) {
 			e.Auth[i] = proto.ID{Scheme: d.String(), ID: d.String()}
 		}
 	}
-	e.Body = d.Buffer()
+	// The body shares b: log entries are never changed once written, and
+	// the body is decoded again, with copies, before anything keeps it.
+	e.Body = d.BufferView()
 	if err := d.Err(); err != nil {
 		return nil, fmt.Errorf("fsm: decode entry: %w", err)
 	}
