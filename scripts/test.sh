@@ -155,7 +155,21 @@ else
 		[ -n "$pkg" ] || continue
 		echo "--- $name in $pkg"
 		status=0
+		dir=$(go list -f '{{.Dir}}' "$pkg")/testdata/fuzz/$name
+		before=$(ls "$dir" 2>/dev/null | wc -l)
 		go test -run='^$' -fuzz="^${name}\$" -fuzztime="$fuzztime" "$pkg" 2>&1 | tee "$log" || status=$?
+		# Go 1.26's fuzzing coordinator can fail a run with a bare "context
+		# deadline exceeded" when -fuzztime ends while a worker is busy
+		# (golang/go#75804, fixed in Go 1.27). That is no finding: it writes
+		# no failing input. Anything else, or a new input, is one.
+		if [ "$status" -ne 0 ] && [ "$(ls "$dir" 2>/dev/null | wc -l)" -eq "$before" ] &&
+			grep -q '^    context deadline exceeded$' "$log" &&
+			[ "$(grep -c -- '^--- FAIL' "$log")" -eq 1 ]; then
+			echo "(the run ended in Go's fuzzing deadline race, golang/go#75804; no failing input was found)"
+			sed -i 's/^FAIL\b.*//; s/^--- FAIL.*//' "$log"
+			echo "ok  	$pkg	(fuzz $name)" >>"$log"
+			status=0
+		fi
 		count_results "$log"
 		if [ "$status" -ne 0 ]; then
 			summary
