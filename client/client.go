@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -268,6 +269,15 @@ func (c *Client) keepAuth(a Auth) {
 	c.auths = append(c.auths, a)
 }
 
+// forgetAuth drops credentials the server refused.
+func (c *Client) forgetAuth(a Auth) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.auths = slices.DeleteFunc(c.auths, func(have Auth) bool {
+		return have.Scheme == a.Scheme && string(have.Data) == string(a.Data)
+	})
+}
+
 // nextXid returns the xid of a new request: positive, as negative ones are
 // reserved, and wrapping back to 1.
 func (c *Client) nextXid() int32 {
@@ -292,6 +302,11 @@ func (c *Client) run() {
 	failures := 0 // consecutive failed connection attempts
 	var deadline time.Time
 	for {
+		if c.closing.Load() {
+			// Close is ending the session: no new connection.
+			<-c.ctx.Done()
+			return
+		}
 		if !c.awaitRenewal() {
 			return
 		}
@@ -347,8 +362,6 @@ func (c *Client) run() {
 			// Close has sent closeSession: the session is over, and what
 			// still waits must not wait for a connection.
 			c.queue.refuse(ErrClosed)
-			<-c.ctx.Done()
-			return
 		}
 	}
 }
@@ -540,6 +553,7 @@ func (c *Client) primers(auths []Auth, resumed bool) []*call {
 		pkt.Encode(e)
 		cl.seal()
 		cl.noWait = true
+		cl.auth = &auths[i]
 		out = append(out, cl)
 	}
 	if resumed {
@@ -588,10 +602,12 @@ func (c *Client) shutdown() {
 	c.log.Info("client closed", "session", sessionID(id))
 }
 
-// Close ends the session (closeSession, so its ephemeral nodes go at once)
-// and stops every goroutine of the client. Requests still waiting fail with
-// ErrClosed; watches end with ErrClosed; streams are closed. Calling Close
-// again returns the first call's result.
+// Close ends the session (closeSession, sent after the requests already
+// made, so its ephemeral nodes go at once) and stops every goroutine of the
+// client. A client disconnected at that moment sends nothing and leaves
+// the session to expire. Requests still waiting fail with ErrClosed;
+// one-shot watches receive EventNotWatching with ErrClosed; streams are
+// closed. Calling Close again returns the first call's result.
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
 		c.closeErr = c.closeSession()

@@ -190,19 +190,35 @@ func (cn *conn) finish(cl *call, hdr *proto.ReplyHeader) error {
 	if cl.watch.kind != watchNone {
 		cl.code = c.watches.register(&cl.watch, cl.code, c.chroot)
 	}
-	if cl.auth != nil && cl.code == proto.OK {
+	if cl.auth != nil && cl.code == proto.OK && !cl.noWait {
 		c.keepAuth(*cl.auth)
 	}
 	if cl.noWait {
-		if cl.code != proto.OK && !(cl.op == proto.OpRemoveWatches && cl.code == ErrNoWatcher) {
+		switch {
+		case cl.auth != nil && cl.code == ErrAuthFailed:
+			// The server closes the connection after refusing credentials;
+			// sending them again on the next one would do the same forever.
+			c.forgetAuth(*cl.auth)
+			cn.kill(errAuthRefused)
+			c.log.Error("credentials refused; they will not be sent again", "scheme", cl.auth.Scheme, "peer", cn.addr)
+		case cl.code != proto.OK && !(cl.op == proto.OpRemoveWatches && cl.code == ErrNoWatcher):
 			c.log.Warn("request without a waiting caller failed", "op", cl.op.String(), "err", cl.code, "peer", cn.addr)
 		}
 		cl.release()
 		return bad
 	}
+	if cl.op == proto.OpAuth && cl.code == ErrAuthFailed {
+		// The server closes the connection after refusing credentials.
+		// Closing it first keeps the caller's next requests off it: they
+		// wait for the next connection instead of failing with it.
+		cn.kill(errAuthRefused)
+	}
 	cl.done <- struct{}{}
 	return bad
 }
+
+// errAuthRefused ends a connection on which the server refused credentials.
+var errAuthRefused = errors.New("the server refused credentials and closes the connection")
 
 // write is the writer goroutine.
 func (cn *conn) write() {

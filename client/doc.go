@@ -79,6 +79,12 @@
 // not replay persistent watches). Close the stream to remove the watch;
 // when the session expires it ends with EventNotWatching.
 //
+// A server keeps a single watch per path and connection, in one mode (in
+// ZooKeeper 3.8, a one-shot watch set on a path turns its persistent watch
+// into a one-shot one). The client therefore asks the server only for the
+// persistent watch of a path that has one and serves the path's one-shot
+// watches from its events, so the two kinds can be mixed freely.
+//
 // After a reconnection within the session, every watch is re-armed with
 // setWatches2 (setWatches when there is no persistent watch, for servers
 // before 3.6) relative to the last zxid seen: a one-shot watch whose node

@@ -94,6 +94,45 @@ var opCases = []struct {
 			}
 		}
 	}},
+	{"edge answers", func(t *testing.T, e env) {
+		ctx := testCtx(t)
+		missing := e.p("missing")
+		cases := []struct {
+			what string
+			err  error
+			want error
+		}{
+			{"sync of a missing node", e.c.Sync(ctx, missing), nil},
+			{"getACL of a missing node", errOf3(e.c.GetACL(ctx, missing)), ErrNoNode},
+			{"allChildrenNumber of a missing node", errOf2(e.c.AllChildrenNumber(ctx, missing)), ErrNoNode},
+			{"create with an empty ACL", errOf3(e.c.Create(ctx, e.p("acl"), nil, ModePersistent, []ACL{})), ErrInvalidACL},
+			{"setACL with a malformed digest", errOf2(e.c.SetACL(ctx, e.base, []ACL{{Perms: PermAll, ID: ID{Scheme: "digest", ID: "bad"}}}, AnyVersion)), ErrInvalidACL},
+			{"delete of the root", e.c.Delete(ctx, "/", AnyVersion), ErrBadArguments},
+			{"check of a missing node", e.c.Check(ctx, missing, 0), ErrNoNode},
+			{"removeWatches without a watch", e.c.RemoveWatches(ctx, e.base, WatchAny), ErrNoWatcher},
+		}
+		for _, tc := range cases {
+			if !errors.Is(tc.err, tc.want) || (tc.want == nil) != (tc.err == nil) {
+				t.Errorf("%s: %v, want %v", tc.what, tc.err, tc.want)
+			}
+		}
+		if eph, err := e.c.Ephemerals(ctx, missing); err != nil || len(eph) != 0 {
+			t.Errorf("ephemerals under a missing node: %v, %v", eph, err)
+		}
+		e.mustCreate(t, e.p("nil"), nil, ModePersistent)
+		e.mustCreate(t, e.p("empty"), []byte{}, ModePersistent)
+		if d, _, err := e.c.Get(ctx, e.p("nil")); d != nil || err != nil {
+			t.Errorf("data created nil reads %#v, %v; want nil", d, err)
+		}
+		if d, _, err := e.c.Get(ctx, e.p("empty")); d == nil || len(d) != 0 || err != nil {
+			t.Errorf("data created empty reads %#v, %v; want empty", d, err)
+		}
+		w, err := e.c.AddWatch(ctx, missing+"/deep", WatchPersistent)
+		if err != nil {
+			t.Fatalf("addWatch of a missing path: %v", err)
+		}
+		w.Close()
+	}},
 	{"create modes", func(t *testing.T, e env) {
 		ctx := testCtx(t)
 		_, st, err := e.c.Create(ctx, e.p("eph"), []byte("e"), ModeEphemeral, nil)
@@ -188,6 +227,17 @@ var opCases = []struct {
 		}
 		if _, _, err := e.c.Create(ctx, e.p("mine"), nil, ModePersistent, AuthACL(PermAll)); !errors.Is(err, ErrInvalidACL) {
 			t.Errorf("auth ACL without credentials: %v, want ErrInvalidACL", err)
+		}
+		if p, _, err := owner.Create(ctx, e.p("mine"), nil, ModePersistent, AuthACL(PermAll)); err != nil {
+			t.Errorf("auth ACL with credentials: %q, %v", p, err)
+		}
+		// A refused scheme costs the connection, not the session, and the
+		// credentials accepted before are presented again.
+		if err := stranger.AddAuth(ctx, "nosuchscheme", []byte("x")); !errors.Is(err, ErrAuthFailed) {
+			t.Errorf("AddAuth(unknown scheme): %v, want ErrAuthFailed", err)
+		}
+		if _, _, err := stranger.Get(ctx, e.p("private")); err != nil {
+			t.Errorf("Get with the credentials kept across the reconnection: %v", err)
 		}
 	}},
 	{"multi", func(t *testing.T, e env) {

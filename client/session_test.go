@@ -348,6 +348,19 @@ func TestConnectionLoss(t *testing.T) {
 		t.Errorf("version %d after one write, want 1 (the client must not resend)", st.Version)
 	}
 
+	// A context that ends after its write was sent cannot say whether the
+	// write happened.
+	p.Blackhole(true)
+	short, cancelShort := context.WithTimeout(ctx, 50*time.Millisecond)
+	_, err := c.Set(short, "/x", []byte("2"), AnyVersion)
+	cancelShort()
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "may have been applied") {
+		t.Errorf("Set whose context ended in flight: %v", err)
+	}
+	p.Blackhole(false)
+	p.Drop()
+	awaitState(t, states, StateReconnected)
+
 	p.Cut()
 	awaitState(t, states, StateDisconnected)
 	cctx, cancel := context.WithCancel(ctx)
@@ -553,4 +566,54 @@ func TestDialFails(t *testing.T) {
 		t.Errorf("Dial with no server: %v", err)
 	}
 	eventually(t, "the client's goroutines gone", func() bool { return clientGoroutines() == before })
+}
+
+// TestRefusedConfigAuth starts with credentials the server refuses: the
+// client drops them and goes on with the session rather than reconnecting
+// in a loop.
+func TestRefusedConfigAuth(t *testing.T) {
+	srv := startCollie(t)
+	ctx := testCtx(t)
+	c := dialT(t, srv.Addr(), Config{SessionTimeout: 5 * time.Second, Auth: []Auth{{"nosuchscheme", []byte("x")}}})
+	states := c.StateChanges()
+	defer states.Close()
+	awaitState(t, states, StateReconnected, StateExpired)
+	if _, _, err := c.Get(ctx, "/"); err != nil {
+		t.Errorf("Get after the refused credentials were dropped: %v", err)
+	}
+	if who, err := c.WhoAmI(ctx); err != nil || slices.ContainsFunc(who, func(i ClientInfo) bool { return i.AuthScheme == "nosuchscheme" }) {
+		t.Errorf("WhoAmI = %v, %v", who, err)
+	}
+}
+
+// TestReconnectOneShotOnly re-arms one-shot watches alone, which goes
+// through the setWatches request that servers before 3.6 know.
+func TestReconnectOneShotOnly(t *testing.T) {
+	servers(t, func(t *testing.T, addr string) {
+		ctx := testCtx(t)
+		p := newProxy(t, addr)
+		direct := dialT(t, addr, Config{})
+		c := dialT(t, p.Addr(), Config{SessionTimeout: 8 * time.Second})
+		states := c.StateChanges()
+		defer states.Close()
+		direct.Create(ctx, "/one", nil, ModePersistent, nil)
+		_, _, changed, _ := c.GetW(ctx, "/one")
+		_, _, created, _ := c.ExistsW(ctx, "/two")
+		if recs := c.watches.rearm(0); len(recs) != 1 {
+			t.Fatalf("%d setWatches packets", len(recs))
+		} else if _, ok := recs[0].(*proto.SetWatches); !ok {
+			t.Fatalf("re-armed with %T, want the old setWatches", recs[0])
+		}
+		p.Cut()
+		awaitState(t, states, StateDisconnected)
+		direct.Set(ctx, "/one", []byte("x"), AnyVersion)
+		direct.Create(ctx, "/two", nil, ModePersistent, nil)
+		p.Restore()
+		if ev := recv(t, changed, "/one"); ev != (Event{Type: EventNodeDataChanged, Path: "/one"}) {
+			t.Errorf("/one: %v", ev)
+		}
+		if ev := recv(t, created, "/two"); ev != (Event{Type: EventNodeCreated, Path: "/two"}) {
+			t.Errorf("/two: %v", ev)
+		}
+	})
 }
