@@ -33,7 +33,7 @@ func (f *FSM) deleteEvents(path string, acl []proto.ACL) []Event {
 	parent := proto.Parent(path)
 	var parentACL []proto.ACL
 	if n, ok := f.tree.Get(parent); ok {
-		parentACL = n.ACL
+		parentACL = f.tree.ACL(n)
 	}
 	return []Event{{proto.EventNodeDeleted, path, acl}, {proto.EventNodeChildrenChanged, parent, parentACL}}
 }
@@ -148,6 +148,7 @@ func (f *FSM) Apply(index uint64, e *Entry) Result {
 	default:
 		panic(fmt.Sprintf("fsm: entry type %d passed decoding", e.Type))
 	}
+	f.tree.Sweep()
 	return res
 }
 
@@ -155,8 +156,9 @@ func (f *FSM) closeSession(id, zxid int64) []Event {
 	var events []Event
 	for _, p := range f.tree.Ephemerals(id) {
 		n, _ := f.tree.Get(p)
+		acl := f.tree.ACL(n)
 		f.tree.Delete(p, zxid)
-		events = append(events, f.deleteEvents(p, n.ACL)...)
+		events = append(events, f.deleteEvents(p, acl)...)
 	}
 	delete(f.sessions, id)
 	return events
@@ -179,8 +181,9 @@ func (f *FSM) deleteContainer(path string, zxid, now int64) (proto.Code, []Event
 	default:
 		return proto.ErrBadArguments, nil
 	}
+	acl := f.tree.ACL(n)
 	f.tree.Delete(path, zxid)
-	return proto.OK, f.deleteEvents(path, n.ACL)
+	return proto.OK, f.deleteEvents(path, acl)
 }
 
 // txn is the context of one write request being applied.
@@ -293,7 +296,7 @@ func (t *txn) create(op proto.OpCode, path string, data []byte, acl []proto.ACL,
 	if !ok {
 		return nil, proto.ErrNoNode
 	}
-	if !tree.CheckACL(parent.ACL, proto.PermCreate, t.e.Auth) {
+	if !tree.CheckACL(t.f.tree.ACL(parent), proto.PermCreate, t.e.Auth) {
 		return nil, proto.ErrNoAuth
 	}
 	if flags.Sequential() {
@@ -320,8 +323,8 @@ func (t *txn) create(op proto.OpCode, path string, data []byte, acl []proto.ACL,
 	// Null data stays null: ZooKeeper answers a later getData with a null
 	// buffer, which clients such as Kazoo show differently from empty.
 	n := t.f.tree.Create(path, data, acl, owner, t.zxid, t.e.Time)
-	t.emit(proto.EventNodeCreated, path, n.ACL)
-	t.emit(proto.EventNodeChildrenChanged, parentPath, parent.ACL)
+	t.emit(proto.EventNodeCreated, path, t.f.tree.ACL(n))
+	t.emit(proto.EventNodeChildrenChanged, parentPath, t.f.tree.ACL(parent))
 	if op == proto.OpCreate {
 		return &proto.CreateResponse{Path: path}, proto.OK
 	}
@@ -344,7 +347,7 @@ func (t *txn) delete(path string, version int32) proto.Code {
 	if !ok {
 		return proto.ErrNoNode
 	}
-	if !tree.CheckACL(parent.ACL, proto.PermDelete, t.e.Auth) {
+	if !tree.CheckACL(t.f.tree.ACL(parent), proto.PermDelete, t.e.Auth) {
 		return proto.ErrNoAuth
 	}
 	n, ok := t.f.tree.Get(path)
@@ -357,9 +360,10 @@ func (t *txn) delete(path string, version int32) proto.Code {
 	if n.NumChildren() > 0 {
 		return proto.ErrNotEmpty
 	}
+	acl := t.f.tree.ACL(n)
 	t.f.tree.Delete(path, t.zxid)
-	t.emit(proto.EventNodeDeleted, path, n.ACL)
-	t.emit(proto.EventNodeChildrenChanged, parentPath, parent.ACL)
+	t.emit(proto.EventNodeDeleted, path, acl)
+	t.emit(proto.EventNodeChildrenChanged, parentPath, t.f.tree.ACL(parent))
 	return proto.OK
 }
 
@@ -371,14 +375,14 @@ func (t *txn) setData(path string, data []byte, version int32) (proto.Record, pr
 	if !ok {
 		return nil, proto.ErrNoNode
 	}
-	if !tree.CheckACL(n.ACL, proto.PermWrite, t.e.Auth) {
+	if !tree.CheckACL(t.f.tree.ACL(n), proto.PermWrite, t.e.Auth) {
 		return nil, proto.ErrNoAuth
 	}
 	if version != -1 && version != n.Version {
 		return nil, proto.ErrBadVersion
 	}
 	n = t.f.tree.SetData(path, data, n.Version+1, t.zxid, t.e.Time)
-	t.emit(proto.EventNodeDataChanged, path, n.ACL)
+	t.emit(proto.EventNodeDataChanged, path, t.f.tree.ACL(n))
 	return &proto.SetDataResponse{Stat: t.f.tree.Stat(n)}, proto.OK
 }
 
@@ -394,7 +398,7 @@ func (t *txn) setACL(path string, acl []proto.ACL, version int32) (proto.Record,
 	if !ok {
 		return nil, proto.ErrNoNode
 	}
-	if !tree.CheckACL(n.ACL, proto.PermAdmin, t.e.Auth) {
+	if !tree.CheckACL(t.f.tree.ACL(n), proto.PermAdmin, t.e.Auth) {
 		return nil, proto.ErrNoAuth
 	}
 	if version != -1 && version != n.Aversion {
@@ -412,7 +416,7 @@ func (t *txn) check(path string, version int32) proto.Code {
 	if !ok {
 		return proto.ErrNoNode
 	}
-	if !tree.CheckACL(n.ACL, proto.PermRead, t.e.Auth) {
+	if !tree.CheckACL(t.f.tree.ACL(n), proto.PermRead, t.e.Auth) {
 		return proto.ErrNoAuth
 	}
 	if version != -1 && version != n.Version {

@@ -214,7 +214,7 @@ func (h *harness) dump() string {
 		if kind == "ttl" {
 			kind = fmt.Sprintf("ttl(%d)", tree.TTLOf(n.EphemeralOwner))
 		}
-		fmt.Fprintf(&b, "%s %s data=%q %s acl=%v\n", path, kind, n.Data, formatStat(h.f.Tree().Stat(n)), n.ACL)
+		fmt.Fprintf(&b, "%s %s data=%q %s acl=%v\n", path, kind, n.Data, formatStat(h.f.Tree().Stat(n)), h.f.Tree().ACL(n))
 		return true
 	})
 	for _, s := range h.f.Sessions() {

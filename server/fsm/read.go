@@ -56,8 +56,8 @@ func (f *FSM) Read(session int64, op proto.OpCode, req proto.Record, ids []proto
 		if code != proto.OK {
 			return nil, code
 		}
-		acl := n.ACL
-		if !tree.CheckACL(n.ACL, proto.PermAdmin, ids) {
+		acl := f.tree.ACL(n)
+		if !tree.CheckACL(acl, proto.PermAdmin, ids) {
 			acl = maskDigests(acl)
 		}
 		return &proto.GetACLResponse{ACL: acl, Stat: f.tree.Stat(n)}, proto.OK
@@ -87,7 +87,7 @@ func (f *FSM) readable(path string, perm int32, ids []proto.ID) (*tree.Node, pro
 	if !ok {
 		return nil, proto.ErrNoNode
 	}
-	if !tree.CheckACL(n.ACL, perm, ids) {
+	if !tree.CheckACL(f.tree.ACL(n), perm, ids) {
 		return nil, proto.ErrNoAuth
 	}
 	return n, proto.OK

@@ -96,7 +96,7 @@ func (j *SnapshotJob) Write(w io.Writer, lock, unlock func()) error {
 		buf = buf[:0]
 		lock()
 		more = j.cut.Next(snapshotChunk, func(path []byte, n *tree.Node) {
-			buf = appendNode(buf, path, n, acls)
+			buf = appendNode(buf, path, n, j.f.tree.ACL(n), acls)
 			written++
 		})
 		unlock()
@@ -118,13 +118,13 @@ func (j *SnapshotJob) Write(w io.Writer, lock, unlock func()) error {
 // element identifies an ACL.
 type aclTable map[*proto.ACL]int32
 
-func appendNode(buf []byte, path []byte, n *tree.Node, acls aclTable) []byte {
+func appendNode(buf []byte, path []byte, n *tree.Node, acl []proto.ACL, acls aclTable) []byte {
 	e := proto.NewEncoder(buf)
 	e.Buffer(path)
 	e.Buffer(n.Data)
 	var key *proto.ACL
-	if len(n.ACL) > 0 {
-		key = &n.ACL[0]
+	if len(acl) > 0 {
+		key = &acl[0]
 	}
 	if i, ok := acls[key]; ok {
 		e.Int(i)
@@ -132,7 +132,7 @@ func appendNode(buf []byte, path []byte, n *tree.Node, acls aclTable) []byte {
 		i = int32(len(acls))
 		acls[key] = i
 		e.Int(i)
-		e.ACLs(n.ACL)
+		e.ACLs(acl)
 	}
 	e.Long(n.Czxid)
 	e.Long(n.Mzxid)
@@ -175,18 +175,19 @@ func restore(opts Options, r *snapReader) (*FSM, error) {
 		f.sessions[s.ID] = s
 	}
 	nn := r.count()
-	var acls [][]proto.ACL
+	var acls []tree.ACLRef
 	var alloc slabs
 	for range nn {
 		path := r.string()
 		n := alloc.node()
 		n.Data = r.buffer(&alloc)
+		var acl tree.ACLRef
 		switch i := r.int(); {
 		case i >= 0 && int(i) < len(acls):
-			n.ACL = acls[i]
+			acl = acls[i]
 		case int(i) == len(acls):
-			n.ACL = f.tree.InternACL(r.acls())
-			acls = append(acls, n.ACL)
+			acl = f.tree.InternACL(r.acls())
+			acls = append(acls, acl)
 		default:
 			r.fail("node %q has ACL %d of %d", path, i, len(acls))
 		}
@@ -200,7 +201,7 @@ func restore(opts Options, r *snapReader) (*FSM, error) {
 		if err := proto.ValidatePath(path); err != nil {
 			return nil, fmt.Errorf("node %q: %w", path, err)
 		}
-		if err := f.tree.Restore(path, n); err != nil {
+		if err := f.tree.Restore(path, n, acl); err != nil {
 			return nil, err
 		}
 	}
@@ -210,6 +211,7 @@ func restore(opts Options, r *snapReader) (*FSM, error) {
 	if _, err := r.r.ReadByte(); err != io.EOF {
 		return nil, errors.New("data after the last node")
 	}
+	f.tree.Sweep()
 	return f, nil
 }
 

@@ -1,6 +1,7 @@
 package tree
 
 import (
+	"fmt"
 	"crypto/sha1"
 	"encoding/base64"
 	"net/netip"
@@ -10,15 +11,37 @@ import (
 	"github.com/collie-io/collie/proto"
 )
 
-// aclCache shares one slice between nodes with equal ACLs, as ZooKeeper's
-// ReferenceCountedACLCache does: most trees use a handful of distinct ACLs.
-// Entries are never evicted; the set of distinct ACLs stays small in
-// practice.
+// ACLRef names an ACL in a tree's table of distinct ACLs. Nodes hold a
+// reference rather than the ACL: four bytes instead of a slice header, and
+// most trees use a handful of distinct ACLs.
+type ACLRef uint32
+
+// aclCache is the table of distinct ACLs, counted by the nodes that use
+// them, as ZooKeeper's ReferenceCountedACLCache: an ACL no node uses any
+// more is dropped, so clients that come and go with ACLs of their own do
+// not grow it for ever.
+//
+// An ACL whose count drops to zero is only dropped by sweep, which the
+// state machine calls after each entry and which does nothing while a
+// snapshot's cut is open: within an entry, an undo, or a cut, every
+// reference already handed out keeps naming the same ACL.
 type aclCache struct {
-	byKey map[string][]proto.ACL
+	entries []aclEntry
+	byKey   map[string]ACLRef
+	free    []ACLRef
+	// unused are the ACLs whose count has dropped to zero since the last
+	// sweep (some may have been taken up again since).
+	unused []ACLRef
 }
 
-func newACLCache() aclCache { return aclCache{byKey: make(map[string][]proto.ACL)} }
+type aclEntry struct {
+	acl  []proto.ACL
+	key  string
+	refs int
+	live bool // in byKey; false for a free slot
+}
+
+func newACLCache() aclCache { return aclCache{byKey: make(map[string]ACLRef)} }
 
 func aclKey(acl []proto.ACL) string {
 	var b strings.Builder
@@ -33,15 +56,60 @@ func aclKey(acl []proto.ACL) string {
 	return b.String()
 }
 
-func (c aclCache) intern(acl []proto.ACL) []proto.ACL {
+// intern returns the reference of acl, adding it to the table if needed,
+// without counting a use.
+func (c *aclCache) intern(acl []proto.ACL) ACLRef {
 	key := aclKey(acl)
-	if shared, ok := c.byKey[key]; ok {
-		return shared
+	if ref, ok := c.byKey[key]; ok {
+		return ref
 	}
-	own := append([]proto.ACL(nil), acl...)
-	c.byKey[key] = own
-	return own
+	e := aclEntry{acl: append([]proto.ACL(nil), acl...), key: key, live: true}
+	var ref ACLRef
+	if n := len(c.free); n > 0 {
+		ref = c.free[n-1]
+		c.free = c.free[:n-1]
+		c.entries[ref] = e
+	} else {
+		ref = ACLRef(len(c.entries))
+		c.entries = append(c.entries, e)
+	}
+	c.byKey[key] = ref
+	// Counted as unused until a node takes it, so that an ACL interned
+	// and never used is swept too.
+	c.unused = append(c.unused, ref)
+	return ref
 }
+
+func (c *aclCache) get(ref ACLRef) []proto.ACL { return c.entries[ref].acl }
+
+func (c *aclCache) acquire(ref ACLRef) { c.entries[ref].refs++ }
+
+func (c *aclCache) release(ref ACLRef) {
+	e := &c.entries[ref]
+	e.refs--
+	if e.refs < 0 {
+		panic(fmt.Sprintf("tree: ACL %d released more often than taken", ref))
+	}
+	if e.refs == 0 {
+		c.unused = append(c.unused, ref)
+	}
+}
+
+// sweep drops the ACLs no node uses.
+func (c *aclCache) sweep() {
+	for _, ref := range c.unused {
+		e := &c.entries[ref]
+		if e.refs == 0 && e.live {
+			delete(c.byKey, e.key)
+			*e = aclEntry{}
+			c.free = append(c.free, ref)
+		}
+	}
+	c.unused = c.unused[:0]
+}
+
+// len returns the number of distinct ACLs in use or not yet swept.
+func (c *aclCache) len() int { return len(c.byKey) }
 
 // Identity schemes known to the server.
 const (

@@ -22,7 +22,7 @@ type undo struct {
 	parentCversion int32
 	parentPzxid    int64
 	data           []byte
-	acl            []proto.ACL
+	acl            ACLRef
 	version        int32
 	mzxid, mtime   int64
 }
@@ -66,7 +66,8 @@ func (t *Tree) Rollback() {
 			n.Data, n.Version, n.Mzxid, n.Mtime = u.data, u.version, u.mzxid, u.mtime
 		case undoSetACL:
 			n := t.lookup(u.path)
-			n.ACL, n.Aversion = u.acl, u.version
+			t.setACL(n, u.acl)
+			n.Aversion = u.version
 		}
 	}
 }

@@ -3,8 +3,10 @@ package tree
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/collie-io/collie/proto"
 )
@@ -12,7 +14,7 @@ import (
 func dump(t *Tree) string {
 	var b strings.Builder
 	t.Walk(func(path string, n *Node) bool {
-		fmt.Fprintf(&b, "%s %q %+v %v\n", path, n.Data, t.Stat(n), n.ACL)
+		fmt.Fprintf(&b, "%s %q %+v %v\n", path, n.Data, t.Stat(n), t.ACL(n))
 		return true
 	})
 	fmt.Fprintf(&b, "size=%d ephemerals=%v containers=%d ttls=%d\n", t.DataSize(), t.EphemeralSessions(), len(t.containers), len(t.ttls))
@@ -57,6 +59,8 @@ func TestRollbackRestoresEverything(t *testing.T) {
 			mutate()
 		}
 		tr.Rollback()
+		tr.Sweep()
+		checkACLCounts(t, tr)
 		if after := dump(tr); after != before {
 			t.Fatalf("round %d: rollback left a different tree:\nbefore:\n%s\nafter:\n%s", round, before, after)
 		}
@@ -118,5 +122,85 @@ func TestACLChecks(t *testing.T) {
 	fixed, ok := FixupACL([]proto.ACL{{Perms: 31, ID: proto.ID{Scheme: "auth"}}}, []proto.ID{{Scheme: "ip", ID: "1.2.3.4"}, {Scheme: "digest", ID: digest}})
 	if !ok || len(fixed) != 1 || fixed[0].ID.Scheme != "digest" {
 		t.Fatalf("auth expands to authenticated identities only, not ip: %v %v", fixed, ok)
+	}
+}
+
+// checkACLCounts checks the ACL table against the nodes: each ACL is
+// counted once per node that uses it, and, after a sweep, no ACL is kept
+// that no node uses.
+func checkACLCounts(t *testing.T, tr *Tree) {
+	t.Helper()
+	uses := map[ACLRef]int{}
+	tr.Walk(func(_ string, n *Node) bool {
+		uses[n.acl]++
+		return true
+	})
+	for ref, e := range tr.acls.entries {
+		if e.live && e.refs != uses[ACLRef(ref)] {
+			t.Fatalf("ACL %d %v counted %d times, used by %d nodes", ref, e.acl, e.refs, uses[ACLRef(ref)])
+		}
+		if !e.live && uses[ACLRef(ref)] > 0 {
+			t.Fatalf("ACL %d is free but used by %d nodes", ref, uses[ACLRef(ref)])
+		}
+	}
+	if len(tr.acls.unused) == 0 && tr.acls.len() != len(uses) {
+		t.Fatalf("after a sweep the table holds %d ACLs, the nodes use %d", tr.acls.len(), len(uses))
+	}
+}
+
+func TestNodeFitsItsSizeClass(t *testing.T) {
+	// 96 bytes is an allocation size class; one byte more costs 16.
+	if size := unsafe.Sizeof(Node{}); size != 96 {
+		t.Fatalf("a node is %d bytes, want 96", size)
+	}
+}
+
+func TestUnusedACLsAreDropped(t *testing.T) {
+	tr := New(false)
+	before := tr.acls.len()
+	acl := func(i int) []proto.ACL {
+		return []proto.ACL{{Perms: proto.PermAll, ID: proto.ID{Scheme: "ip", ID: fmt.Sprintf("10.0.0.%d", i)}}}
+	}
+	for i := range 100 {
+		tr.Create(fmt.Sprintf("/n%d", i), nil, acl(i), 0, 1, 1)
+	}
+	tr.Sweep()
+	checkACLCounts(t, tr)
+	if got := tr.acls.len(); got != before+100 {
+		t.Fatalf("%d ACLs with 100 distinct ones in use, want %d", got, before+100)
+	}
+	// A node changing its ACL inside a transaction that is rolled back
+	// gets its ACL back, even if a sweep comes after.
+	tr.Begin()
+	tr.SetACL("/n0", OpenACL, 1)
+	tr.Rollback()
+	tr.Sweep()
+	checkACLCounts(t, tr)
+	if n, _ := tr.Get("/n0"); !slices.Equal(tr.ACL(n), acl(0)) {
+		t.Fatalf("after rollback /n0 has ACL %v, want %v", tr.ACL(n), acl(0))
+	}
+	// While a cut is open, an ACL no node uses any more is kept: the cut
+	// still reads it.
+	cut := tr.Freeze()
+	tr.SetACL("/n1", OpenACL, 1)
+	tr.Sweep()
+	var seen []proto.ACL
+	for cut.Next(1000, func(path []byte, n *Node) {
+		if string(path) == "/n1" {
+			seen = tr.ACL(n)
+		}
+	}) {
+	}
+	tr.Thaw()
+	if !slices.Equal(seen, acl(1)) {
+		t.Fatalf("the cut read /n1 with ACL %v, want %v", seen, acl(1))
+	}
+	for i := range 100 {
+		tr.Delete(fmt.Sprintf("/n%d", i), 2)
+	}
+	tr.Sweep()
+	checkACLCounts(t, tr)
+	if got := tr.acls.len(); got != before {
+		t.Fatalf("%d ACLs after every node with its own was deleted, want %d", got, before)
 	}
 }
