@@ -1,9 +1,9 @@
 package tree
 
 import (
-	"fmt"
 	"crypto/sha1"
 	"encoding/base64"
+	"fmt"
 	"net/netip"
 	"strconv"
 	"strings"
