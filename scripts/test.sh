@@ -93,6 +93,15 @@ count_results() {
 	failed=$((failed + fail))
 }
 
+# count_files prints how many files dir holds; 0 when it does not exist.
+count_files() {
+	if [ -d "$1" ]; then
+		find "$1" -type f | wc -l
+	else
+		echo 0
+	fi
+}
+
 summary() {
 	printf '\n%d passed, %d failed\n' "$passed" "$failed"
 }
@@ -156,13 +165,13 @@ else
 		echo "--- $name in $pkg"
 		status=0
 		dir=$(go list -f '{{.Dir}}' "$pkg")/testdata/fuzz/$name
-		before=$(ls "$dir" 2>/dev/null | wc -l)
+		before=$(count_files "$dir")
 		go test -run='^$' -fuzz="^${name}\$" -fuzztime="$fuzztime" "$pkg" 2>&1 | tee "$log" || status=$?
 		# Go 1.26's fuzzing coordinator can fail a run with a bare "context
 		# deadline exceeded" when -fuzztime ends while a worker is busy
 		# (golang/go#75804, fixed in Go 1.27). That is no finding: it writes
 		# no failing input. Anything else, or a new input, is one.
-		if [ "$status" -ne 0 ] && [ "$(ls "$dir" 2>/dev/null | wc -l)" -eq "$before" ] &&
+		if [ "$status" -ne 0 ] && [ "$(count_files "$dir")" -eq "$before" ] &&
 			grep -q '^    context deadline exceeded$' "$log" &&
 			[ "$(grep -c -- '^--- FAIL' "$log")" -eq 1 ]; then
 			echo "(the run ended in Go's fuzzing deadline race, golang/go#75804; no failing input was found)"
