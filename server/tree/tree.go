@@ -124,6 +124,11 @@ type Tree struct {
 	// journal, when non-nil, records how to undo each mutation.
 	journal *[]undo
 
+	// restoreParent is the parent of the last node restored, at
+	// restoreParentPath, or nil.
+	restoreParent     *Node
+	restoreParentPath string
+
 	// frozen, while a snapshot's cut is open (see Freeze), holds what the
 	// cut needs of every node changed since: its state and its children
 	// at the freeze. Nodes not in it are unchanged.
@@ -466,13 +471,23 @@ func (t *Tree) Restore(path string, n *Node, acl ACLRef) error {
 		t.acls.acquire(acl)
 		t.acls.release(t.root.acl)
 		t.root = n
+		t.restoreParent = nil
 		return nil
 	}
-	parent := t.lookup(proto.Parent(path))
-	if parent == nil {
-		return fmt.Errorf("tree: %q restored before its parent", path)
+	// Siblings come one after the other in a snapshot: look their parent
+	// up once.
+	parentPath := proto.Parent(path)
+	parent := t.restoreParent
+	if parent == nil || parentPath != t.restoreParentPath {
+		parent = t.lookup(parentPath)
+		if parent == nil {
+			return fmt.Errorf("tree: %q restored before its parent", path)
+		}
+		t.restoreParent, t.restoreParentPath = parent, parentPath
 	}
 	if old, ok := parent.children[proto.Base(path)]; ok {
+		// A node replaced may be the remembered parent.
+		t.restoreParent = nil
 		n.children = old.children
 		t.dataSize += int64(len(n.Data) - len(old.Data))
 		t.acls.acquire(acl)
