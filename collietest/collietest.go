@@ -35,8 +35,8 @@ func WithConfig(f func(*config.Config)) Option { return Option(f) }
 
 // Config returns the default configuration of a test server: a fresh data
 // directory, a free port on 127.0.0.1, a short tick (so sessions expire in
-// well under a second when asked to), every four-letter word allowed, and
-// extended types enabled.
+// well under a second when asked to), every four-letter word allowed,
+// extended types enabled, and no admin server (WithAdminServer starts one).
 func Config(tb testing.TB) config.Config {
 	cfg := config.Default()
 	cfg.DataDir = tb.TempDir()
@@ -49,7 +49,20 @@ func Config(tb testing.TB) config.Config {
 	cfg.FourLetterWhitelist = map[string]bool{"*": true}
 	cfg.ExtendedTypesEnabled = true
 	cfg.ContainerCheckInterval = 100 * time.Millisecond
+	// ZooKeeper's admin port is 8080 for every server: test servers would
+	// take it from each other and from the machine.
+	cfg.AdminServerEnabled = false
 	return cfg
+}
+
+// WithAdminServer starts the server's admin HTTP server on a free port on
+// 127.0.0.1; AdminAddr returns its address.
+func WithAdminServer() Option {
+	return func(cfg *config.Config) {
+		cfg.AdminServerEnabled = true
+		cfg.AdminServerAddress = "127.0.0.1"
+		cfg.AdminServerPort = 0 // chosen by StartConfig
+	}
 }
 
 func freePort(tb testing.TB) int {
@@ -74,6 +87,9 @@ func Start(tb testing.TB, opts ...Option) *Server {
 // StartConfig starts a server with exactly cfg.
 func StartConfig(tb testing.TB, cfg config.Config) *Server {
 	tb.Helper()
+	if cfg.AdminServerEnabled && cfg.AdminServerPort == 0 {
+		cfg.AdminServerPort = freePort(tb)
+	}
 	s := &Server{tb: tb, cfg: cfg}
 	s.start()
 	tb.Cleanup(s.Stop)
@@ -104,6 +120,15 @@ func (s *Server) start() {
 // Addr returns the client address, host:port.
 func (s *Server) Addr() string {
 	return net.JoinHostPort(s.cfg.ClientPortAddress, strconv.Itoa(s.cfg.ClientPort))
+}
+
+// AdminAddr returns the admin server's address, host:port, or "" when the
+// server has none.
+func (s *Server) AdminAddr() string {
+	if !s.cfg.AdminServerEnabled {
+		return ""
+	}
+	return net.JoinHostPort(s.cfg.AdminServerAddress, strconv.Itoa(s.cfg.AdminServerPort))
 }
 
 // Cfg returns the server's configuration.

@@ -51,8 +51,11 @@ func (l *latency) packet() {
 
 func (l *latency) reset() {
 	l.mu.Lock()
-	*l = latency{}
-	l.mu.Unlock()
+	defer l.mu.Unlock()
+	// Field by field: overwriting the struct would overwrite the held lock.
+	l.received, l.sent = 0, 0
+	l.min, l.max, l.total = 0, 0, 0
+	l.count = 0
 }
 
 func (l *latency) summary() (minMs int64, avgMs string, maxMs int64, received, sent int64) {

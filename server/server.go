@@ -64,6 +64,7 @@ type Server struct {
 	closeMu sync.Once
 	wg      sync.WaitGroup
 	latency latency
+	admin   adminServer
 }
 
 // New opens the data directory, replays snapshot and log into the state
@@ -214,6 +215,10 @@ func (s *Server) Run(ctx context.Context) error {
 	if err := s.node.WaitLeader(ctx); err != nil {
 		return fmt.Errorf("server: wait for leadership: %w", err)
 	}
+	if err := s.startAdmin(); err != nil {
+		return err
+	}
+	defer s.stopAdmin()
 	addr := net.JoinHostPort(s.cfg.ClientPortAddress, fmt.Sprint(s.cfg.ClientPort))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -308,6 +313,7 @@ func (s *Server) release(nc net.Conn) {
 // raft. It returns ctx.Err() if ctx ends first.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.closeMu.Do(func() { close(s.closing) })
+	s.stopAdmin()
 	if s.ln != nil {
 		s.ln.Close()
 	}

@@ -448,3 +448,25 @@ func TestEnsembleConfigIsRefused(t *testing.T) {
 		t.Fatalf("New with an ensemble configuration: %v", err)
 	}
 }
+
+// TestStatResetKeepsServing is a regression test: srst reset the latency
+// counters by overwriting them, lock included, while holding the lock,
+// and the unlock that followed killed the process.
+func TestStatResetKeepsServing(t *testing.T) {
+	srv := collietest.Start(t)
+	c, _ := connect(t, srv.Addr())
+	if _, err := c.Create("/before", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	out, ok := srv.Server().FourLetter("srst")
+	if !ok || !strings.Contains(out, "Server stats reset.") {
+		t.Fatalf("srst answered %q, %v", out, ok)
+	}
+	if _, _, err := c.Get("/before"); err != nil {
+		t.Fatalf("get after srst: %v", err)
+	}
+	out, _ = srv.Server().FourLetter("srvr")
+	if !strings.Contains(out, "Received: 1") && !strings.Contains(out, "Received: 2") {
+		t.Fatalf("srvr after srst and one request counts from zero again:\n%s", out)
+	}
+}

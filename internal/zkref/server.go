@@ -43,6 +43,8 @@ type options struct {
 	dataDir       string
 	settings      []setting // extra zoo.cfg lines, in the order given
 	jvmArgs       []string
+	adminServer   bool
+	adminPort     int // the admin port of one launch; 0 when adminServer is off
 }
 
 type setting struct{ key, value string }
@@ -72,6 +74,16 @@ func WithJVMArgs(args ...string) Option {
 	return func(o *options) { o.jvmArgs = append(o.jvmArgs, args...) }
 }
 
+// WithAdminServer enables ZooKeeper's AdminServer (Jetty) on a free port on
+// 127.0.0.1; Server.AdminAddr returns its address.
+func WithAdminServer() Option {
+	return func(o *options) { o.adminServer = true }
+}
+
+// adminJar is the servlet API the AdminServer needs and zookeeper.jar's
+// manifest does not name.
+const adminJar = "servlet-api.jar"
+
 // WithFullJIT runs the JVM with its default compilers and garbage collector,
 // as a production ZooKeeper runs. The JVM then starts more slowly; use it for
 // benchmarks, not for correctness tests.
@@ -88,11 +100,12 @@ func WithDataDir(dir string) Option {
 
 // A Server is a running ZooKeeper standalone server started by Start.
 type Server struct {
-	addr    string
-	dir     string // holds zoo.cfg, the log and, by default, the data
-	dataDir string
-	logPath string
-	cmd     *exec.Cmd
+	addr      string
+	adminAddr string // "" without WithAdminServer
+	dir       string // holds zoo.cfg, the log and, by default, the data
+	dataDir   string
+	logPath   string
+	cmd       *exec.Cmd
 
 	procs    sync.WaitGroup // the goroutine that waits for the JVM
 	exited   chan struct{}  // closed when the JVM has exited
@@ -137,6 +150,10 @@ func Start(t testing.TB, opts ...Option) *Server {
 // Addr returns the client address, 127.0.0.1:port.
 func (s *Server) Addr() string { return s.addr }
 
+// AdminAddr returns the AdminServer's address, 127.0.0.1:port, or "" when
+// Start was not given WithAdminServer.
+func (s *Server) AdminAddr() string { return s.adminAddr }
+
 // LogPath returns the file that holds the server's log and the JVM's output.
 func (s *Server) LogPath() string { return s.logPath }
 
@@ -175,6 +192,13 @@ func launch(dir string, o options) (*Server, error) {
 		dataDir: o.dataDir,
 		logPath: filepath.Join(dir, "zookeeper.log"),
 		exited:  make(chan struct{}),
+	}
+	if o.adminServer {
+		if o.adminPort, err = pickPort(); err != nil {
+			return nil, err
+		}
+		s.adminAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(o.adminPort))
+		classpath += string(os.PathListSeparator) + filepath.Join(debianJavaDir, adminJar)
 	}
 	cfgPath := filepath.Join(dir, "zoo.cfg")
 	if err := os.WriteFile(cfgPath, []byte(zooCfg(port, o)), 0o644); err != nil {
@@ -215,7 +239,13 @@ func zooCfg(port int, o options) string {
 	line("dataDir", o.dataDir)
 	line("clientPort", strconv.Itoa(port))
 	line("clientPortAddress", "127.0.0.1")
-	line("admin.enableServer", "false")
+	if o.adminPort != 0 {
+		line("admin.enableServer", "true")
+		line("admin.serverAddress", "127.0.0.1")
+		line("admin.serverPort", strconv.Itoa(o.adminPort))
+	} else {
+		line("admin.enableServer", "false")
+	}
 	line("4lw.commands.whitelist", "*")
 	if o.extendedTypes {
 		line("extendedTypesEnabled", "true")

@@ -71,6 +71,15 @@ type Config struct {
 	AdminServerEnabled bool   // admin.enableServer
 	AdminServerPort    int    // admin.serverPort
 	AdminServerAddress string // admin.serverAddress
+	AdminCommandURL    string // admin.commandURL: the path under which the admin commands are served
+	// AdminPprof serves Go's profiles under /debug/pprof/ on the admin
+	// port (admin.pprof, a Collie key). Profiles reveal the process's
+	// internals and cost CPU while taken, so they are off unless asked for.
+	AdminPprof bool
+
+	// Initial is the text of the zoo.cfg that Load read, which the admin
+	// command initial_configuration reports; "" when no file was read.
+	Initial string
 
 	MetricsProviderHTTPPort int // metricsProvider.httpPort; 0 when not set
 
@@ -139,6 +148,7 @@ const (
 	defaultJuteMaxBuffer   = 0xfffff
 	defaultAdminPort       = 8080
 	defaultAdminAddress    = "0.0.0.0"
+	defaultAdminCommandURL = "/commands"
 	defaultContainerCheck  = time.Minute
 	defaultContainerPerMin = 10000
 
@@ -182,6 +192,7 @@ func defaults() Config {
 		AdminServerEnabled:       true,
 		AdminServerPort:          defaultAdminPort,
 		AdminServerAddress:       defaultAdminAddress,
+		AdminCommandURL:          defaultAdminCommandURL,
 		ContainerCheckInterval:   defaultContainerCheck,
 		ContainerMaxPerMinute:    defaultContainerPerMin,
 		Standalone:               true,
@@ -323,6 +334,13 @@ func (p *parser) set(key, value string) {
 	case "admin.serverAddress":
 		c.AdminServerAddress, err = nonEmpty(key, value, "a host name or IP address")
 		c.AdminServerAddress = unbracket(c.AdminServerAddress)
+	case "admin.commandURL":
+		c.AdminCommandURL = value
+		if problem := checkCommandURL(value); problem != "" {
+			err = &ValueError{Key: key, Value: value, Problem: problem}
+		}
+	case "admin.pprof":
+		c.AdminPprof, err = boolean(key, value)
 	case "metricsProvider.httpPort":
 		c.MetricsProviderHTTPPort, err = intIn(key, value, 1, 65535, "a port number (1-65535)")
 	case "znode.container.checkIntervalMs":
@@ -449,6 +467,15 @@ func checkSuperDigest(s string) string {
 	sum, err := base64.StdEncoding.DecodeString(digest)
 	if err != nil || len(sum) != 20 {
 		return problem
+	}
+	return ""
+}
+
+// checkCommandURL returns what is wrong with an admin command path, or "".
+// The path is matched against request paths as it is, so it must be one.
+func checkCommandURL(s string) string {
+	if !strings.HasPrefix(s, "/") || strings.ContainsAny(s, "?# \t") {
+		return "is not a URL path such as /commands"
 	}
 	return ""
 }
@@ -657,6 +684,8 @@ func (c Config) Validate() error {
 	}
 	if c.AdminServerEnabled {
 		check(validPort(c.AdminServerPort), "admin.serverPort %d is not a port number (1-65535)", c.AdminServerPort)
+		problem := checkCommandURL(c.AdminCommandURL)
+		check(problem == "", "admin.commandURL %q %s", c.AdminCommandURL, problem)
 	}
 	check(c.MetricsProviderHTTPPort == 0 || validPort(c.MetricsProviderHTTPPort),
 		"metricsProvider.httpPort %d is not a port number (1-65535)", c.MetricsProviderHTTPPort)
@@ -758,6 +787,7 @@ func Load(path string) (Config, error) {
 	if err := c.Validate(); err != nil {
 		return Config{}, fmt.Errorf("config: %s: %w", path, err)
 	}
+	c.Initial = string(data)
 	return c, nil
 }
 

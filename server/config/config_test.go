@@ -52,6 +52,7 @@ func TestDefault(t *testing.T) {
 		AdminServerEnabled:       true,
 		AdminServerPort:          8080,
 		AdminServerAddress:       "0.0.0.0",
+		AdminCommandURL:          "/commands",
 		ContainerCheckInterval:   time.Minute,
 		ContainerMaxPerMinute:    10000,
 		Standalone:               true,
@@ -119,6 +120,8 @@ localSessionsEnabled=TRUE
 admin.enableServer=false
 admin.serverPort=9090
 admin.serverAddress=127.0.0.1
+admin.commandURL=/admin/commands
+admin.pprof=true
 metricsProvider.httpPort=7000
 znode.container.checkIntervalMs=1500
 znode.container.maxPerMinute=600
@@ -147,6 +150,8 @@ standaloneEnabled=true
 		AdminServerEnabled:       false,
 		AdminServerPort:          9090,
 		AdminServerAddress:       "127.0.0.1",
+		AdminCommandURL:          "/admin/commands",
+		AdminPprof:               true,
 		MetricsProviderHTTPPort:  7000,
 		ContainerCheckInterval:   1500 * time.Millisecond,
 		ContainerMaxPerMinute:    600,
@@ -267,6 +272,10 @@ func TestParseInvalidValues(t *testing.T) {
 		{"admin.enableServer=off", `admin.enableServer: "off" is not true or false`},
 		{"admin.serverPort=0", `admin.serverPort: "0" is not a port number (1-65535)`},
 		{"admin.serverAddress=", `admin.serverAddress: "" is not a host name or IP address`},
+		{"admin.commandURL=commands", `admin.commandURL: "commands" is not a URL path such as /commands`},
+		{"admin.commandURL=", `admin.commandURL: "" is not a URL path such as /commands`},
+		{"admin.commandURL=/a?b", `admin.commandURL: "/a?b" is not a URL path such as /commands`},
+		{"admin.pprof=on", `admin.pprof: "on" is not true or false`},
 		{"metricsProvider.httpPort=http", `metricsProvider.httpPort: "http" is not a port number (1-65535)`},
 		{"znode.container.checkIntervalMs=0", `znode.container.checkIntervalMs: "0" is not a positive number of milliseconds`},
 		{"znode.container.maxPerMinute=-1", `znode.container.maxPerMinute: "-1" is not a positive number of containers`},
@@ -535,6 +544,7 @@ func TestValidate(t *testing.T) {
 		{"superDigest", func(c *Config) { c.SuperDigest = "super" },
 			`DigestAuthenticationProvider.superDigest "super" is not of the form user:base64(sha1("user:password"))`},
 		{"admin port", func(c *Config) { c.AdminServerPort = 0 }, "admin.serverPort 0 is not a port number (1-65535)"},
+		{"admin command URL", func(c *Config) { c.AdminCommandURL = "commands" }, `admin.commandURL "commands" is not a URL path such as /commands`},
 		{"metrics port", func(c *Config) { c.MetricsProviderHTTPPort = -1 }, "metricsProvider.httpPort -1 is not a port number (1-65535)"},
 		{"container interval", func(c *Config) { c.ContainerCheckInterval = 0 }, "znode.container.checkIntervalMs must be at least 1 ms, not 0s"},
 		{"container rate", func(c *Config) { c.ContainerMaxPerMinute = 0 }, "znode.container.maxPerMinute must be at least 1, not 0"},
@@ -563,9 +573,9 @@ func TestValidate(t *testing.T) {
 		})
 	}
 
-	// A disabled admin server needs no port.
+	// A disabled admin server needs no port and no command URL.
 	c := ensemble()
-	c.AdminServerEnabled, c.AdminServerPort = false, 0
+	c.AdminServerEnabled, c.AdminServerPort, c.AdminCommandURL = false, 0, ""
 	if err := c.Validate(); err != nil {
 		t.Errorf("disabled admin server without port: %v", err)
 	}
@@ -687,6 +697,18 @@ func TestLoad(t *testing.T) {
 		c, err := Load(filepath.Join(dir, "zoo.cfg"))
 		if err != nil || c.ServerID != 0 {
 			t.Errorf("Load = ServerID %d, %v; want 0, nil", c.ServerID, err)
+		}
+	})
+	t.Run("keeps the file's text", func(t *testing.T) {
+		dir := t.TempDir()
+		text := "# comment\ndataDir=" + dir + "\nclientPort=2181\n"
+		writeFiles(t, dir, map[string]string{"zoo.cfg": text})
+		c, err := Load(filepath.Join(dir, "zoo.cfg"))
+		if err != nil || c.Initial != text {
+			t.Errorf("Load = Initial %q, %v; want %q, nil", c.Initial, err, text)
+		}
+		if Default().Initial != "" {
+			t.Errorf("Default().Initial = %q, want empty", Default().Initial)
 		}
 	})
 	t.Run("invalid config", func(t *testing.T) {

@@ -1,0 +1,185 @@
+// Package admin owns Collie's HTTP admin server, ZooKeeper 3.8's
+// AdminServer: the admin commands as JSON, the mntr values for Prometheus,
+// and, only when asked for, Go's profiles.
+//
+// The handler serves
+//
+//	GET /commands          links to every command, as ZooKeeper lists them
+//	GET /commands/<name>   one command, by its name or an alias, as JSON:
+//	                       the command's members, then "command" (its
+//	                       primary name) and "error" (a message or null).
+//	                       An unknown name answers 200 with
+//	                       {"command": name, "error": "Unknown command: name"},
+//	                       as ZooKeeper does. Query parameters are the
+//	                       command's arguments (set_trace_mask?traceMask=N).
+//	GET /metrics           the numeric mntr values in Prometheus's text
+//	                       format, named as ZooKeeper's Prometheus provider
+//	                       names them (znode_count, avg_latency, ...)
+//	/debug/pprof/          net/http/pprof, only with Options.Pprof
+//
+// /commands is admin.commandURL. On it and on /metrics, methods other than
+// GET and HEAD get 405; a request URI longer than 4 KiB gets 414, request
+// headers over 8 KiB get 431, other paths 404.
+//
+// The handler reads everything through a Backend, which the server
+// implements; Listen serves a handler on a port until Close.
+package admin
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/pprof"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Options configure the handler.
+type Options struct {
+	// CommandURL is the path the commands are served under
+	// (admin.commandURL); "" means ZooKeeper's "/commands".
+	CommandURL string
+	// Pprof serves net/http/pprof under /debug/pprof/ (admin.pprof).
+	Pprof bool
+}
+
+const (
+	// maxRequestURI bounds the request URI. Commands have short names; a
+	// longer URI is a mistake or an attack, and is not echoed back.
+	maxRequestURI = 4 << 10
+	// writeTimeout bounds the writing of one answer to a client that does
+	// not read it. Profiles are exempt: they take as long as asked.
+	writeTimeout = 10 * time.Second
+)
+
+type handler struct {
+	backend    Backend
+	commandURL string       // without a trailing slash: "/commands", or "" for the root
+	pprof      http.Handler // nil unless enabled
+}
+
+// NewHandler returns the admin handler over b.
+func NewHandler(b Backend, opts Options) http.Handler {
+	if opts.CommandURL == "" {
+		opts.CommandURL = "/commands"
+	}
+	h := &handler{backend: b, commandURL: strings.TrimSuffix(opts.CommandURL, "/")}
+	if opts.Pprof {
+		mux := http.NewServeMux()
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		h.pprof = mux
+	}
+	return h
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if len(r.RequestURI) > maxRequestURI {
+		http.Error(w, "URI Too Long", http.StatusRequestURITooLong)
+		return
+	}
+	path := r.URL.Path
+	if h.pprof != nil && strings.HasPrefix(path, "/debug/pprof/") {
+		h.pprof.ServeHTTP(w, r)
+		return
+	}
+	// An answer is small and computed at once; only a client that does not
+	// read could hold the handler, and the deadline lets it go.
+	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(writeTimeout))
+	switch {
+	case path == "/metrics":
+		if allowed(w, r, nil) {
+			h.serveMetrics(w)
+		}
+	case path == h.commandURL || path == h.commandURL+"/":
+		if allowed(w, r, nil) {
+			h.serveList(w)
+		}
+	case strings.HasPrefix(path, h.commandURL+"/"):
+		name := strings.TrimPrefix(path, h.commandURL+"/")
+		if allowed(w, r, object{{"command", name}, {"error", "HTTP method " + r.Method + " is not supported by this URL"}}) {
+			writeJSON(w, http.StatusOK, run(h.backend, name, r.URL.Query()))
+		}
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// allowed answers 405 to methods other than GET and HEAD, with body as
+// JSON when given, and reports whether the request may go on.
+func allowed(w http.ResponseWriter, r *http.Request, body object) bool {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return true
+	}
+	w.Header().Set("Allow", "GET, HEAD")
+	if body == nil {
+		http.Error(w, "HTTP method "+r.Method+" is not supported by this URL", http.StatusMethodNotAllowed)
+	} else {
+		writeJSON(w, http.StatusMethodNotAllowed, body)
+	}
+	return false
+}
+
+func writeJSON(w http.ResponseWriter, status int, o object) {
+	body, err := json.MarshalIndent(o, "", "  ")
+	if err != nil {
+		http.Error(w, "encoding the answer: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(body, '\n'))
+}
+
+// serveList writes ZooKeeper's page of links to each command.
+func (h *handler) serveList(w http.ResponseWriter) {
+	names := make([]string, 0, len(commands))
+	for _, c := range commands {
+		names = append(names, c.names[0])
+	}
+	slices.Sort(names)
+	var b strings.Builder
+	for _, name := range names {
+		fmt.Fprintf(&b, "<a href=\"%s/%s\">%s</a>\n<br/>\n", h.commandURL, name, name)
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Write([]byte(b.String()))
+}
+
+// serveMetrics writes every numeric mntr value as a Prometheus gauge.
+// Counters such as packets_received are gauges too: stat_reset sets them
+// back to zero, which a Prometheus counter must never do.
+func (h *handler) serveMetrics(w http.ResponseWriter) {
+	var b strings.Builder
+	seen := map[string]bool{}
+	for _, m := range h.backend.Monitor() {
+		v, ok := typed(m.Value).(json.Number)
+		name := metricName(m.Name)
+		if !ok || seen[name] {
+			continue
+		}
+		seen[name] = true
+		fmt.Fprintf(&b, "# TYPE %s gauge\n%s %s\n", name, name, v)
+	}
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	w.Write([]byte(b.String()))
+}
+
+// metricName makes name a valid Prometheus metric name.
+func metricName(name string) string {
+	b := []byte(name)
+	for i, c := range b {
+		ok := c == '_' || c == ':' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9'
+		if !ok {
+			b[i] = '_'
+		}
+	}
+	if len(b) == 0 {
+		return "_"
+	}
+	return string(b)
+}
