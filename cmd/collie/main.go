@@ -31,6 +31,7 @@ const usage = `usage: collie <command> [flags]
 
 commands:
   server    run a server (ZooKeeper-compatible; reads a zoo.cfg with -c)
+  bench     load a ZooKeeper-protocol server and measure it: collie bench -h
   version   print the version
 `
 
@@ -42,6 +43,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "server":
 		return runServer(args[1:], stderr)
+	case "bench":
+		return runBench(args[1:], stdout, stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintf(stdout, "collie %s\n", server.Version)
 		return 0
