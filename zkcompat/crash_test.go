@@ -5,8 +5,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"maps"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"path"
 	"path/filepath"
@@ -733,8 +735,22 @@ func TestServerDefaults(t *testing.T) {
 	dir := t.TempDir()
 	port := strconv.Itoa(freeLocalPort(t))
 	addr := "127.0.0.1:" + port
-	srv := startCollie(t, dir, t.Output(), "server", "-port", port)
+	// The ports are chosen so that the test does not depend on 2181 and
+	// 8080 being free; everything else is the built-in default.
+	adminPort := strconv.Itoa(freeLocalPort(t))
+	srv := startCollie(t, dir, t.Output(), "server", "-port", port, "-admin-port", adminPort)
 	srv.waitServing(t, addr, "srvr", "Zookeeper version: ")
+
+	// The admin server is on by default, as in ZooKeeper.
+	resp, err := http.Get("http://127.0.0.1:" + adminPort + "/commands/ruok")
+	if err != nil {
+		t.Fatalf("admin server: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"command": "ruok"`) {
+		t.Errorf("GET /commands/ruok: %d %s", resp.StatusCode, body)
+	}
 
 	// ZooKeeper enables only srvr unless 4lw.commands.whitelist says more.
 	if reply, err := fourLetterWord(addr, "ruok"); err != nil || reply != "ruok is not executed because it is not in the whitelist.\n" {
@@ -752,7 +768,7 @@ func TestServerDefaults(t *testing.T) {
 		t.Fatalf("no ./collie-data directory in the working directory: %v", err)
 	}
 
-	srv = startCollie(t, dir, t.Output(), "server", "-port", port)
+	srv = startCollie(t, dir, t.Output(), "server", "-port", port, "-admin-port", "-1")
 	srv.waitServing(t, addr, "srvr", "Zookeeper version: ")
 	c = connectSession(t, addr, 4*time.Second)
 	if data, _, err := c.Get("/kept"); err != nil || string(data) != "across restarts" {

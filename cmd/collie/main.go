@@ -61,6 +61,7 @@ func runServer(args []string, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	cfgPath := fs.String("c", "", "path of a ZooKeeper `zoo.cfg`; without it, built-in defaults (port 2181, data in ./collie-data)")
 	port := fs.Int("port", 0, "client port, overriding the configuration")
+	adminPort := fs.Int("admin-port", 0, "admin HTTP server port, overriding the configuration; -1 turns the admin server off")
 	dataDir := fs.String("data-dir", "", "data directory, overriding the configuration")
 	logFormat := fs.String("log-format", "text", "log format: text or json")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
@@ -95,6 +96,12 @@ func runServer(args []string, stderr io.Writer) int {
 	}
 	if *port != 0 {
 		cfg.ClientPort = *port
+	}
+	switch {
+	case *adminPort < 0:
+		cfg.AdminServerEnabled = false
+	case *adminPort > 0:
+		cfg.AdminServerPort = *adminPort
 	}
 	if *dataDir != "" {
 		cfg.DataDir, cfg.DataLogDir = *dataDir, *dataDir
