@@ -31,6 +31,7 @@ const usage = `usage: collie <command> [flags]
 
 commands:
   server    run a server (ZooKeeper-compatible; reads a zoo.cfg with -c)
+  cli       a shell like zkCli.sh: collie cli -server host:port [cmd args]
   bench     load a ZooKeeper-protocol server and measure it: collie bench -h
   version   print the version
 `
@@ -43,6 +44,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "server":
 		return runServer(args[1:], stderr)
+	case "cli":
+		return runCLI(args[1:], os.Stdin, stdout, stderr)
 	case "bench":
 		return runBench(args[1:], stdout, stderr)
 	case "version", "-version", "--version":
