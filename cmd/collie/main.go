@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/collie-io/collie/internal/gcfloor"
 	"github.com/collie-io/collie/server"
 	"github.com/collie-io/collie/server/config"
 )
@@ -58,6 +59,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "collie: unknown command %q\n\n%s", args[0], usage)
 	return 2
 }
+
+// gcFloor is the smallest heap goal of the server's garbage collector.
+const gcFloor = 32 << 20
 
 func runServer(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("collie server", flag.ContinueOnError)
@@ -126,6 +130,9 @@ func runServer(args []string, stderr io.Writer) int {
 			}
 		}()
 	}
+	// A small tree would otherwise be collected dozens of times a second
+	// under load, each cycle's pauses landing in requests' latency.
+	gcfloor.Start(gcFloor)
 	srv, err := server.New(cfg, logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "collie server: %v\n", err)
