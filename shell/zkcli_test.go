@@ -18,8 +18,7 @@ import (
 	"github.com/collie-io/collie/server/config"
 )
 
-// zkCliPath is ZooKeeper's shell, from Debian's zookeeper package.
-const zkCliPath = "/usr/share/zookeeper/bin/zkCli.sh"
+const zkCliPath = zkref.ZkCliPath
 
 // zkCliEnv makes the shell's JVM start quickly and print times in UTC.
 var zkCliEnv = []string{

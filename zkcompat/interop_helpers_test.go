@@ -26,7 +26,7 @@ import (
 // ZooKeeper's own clients, as Debian's zookeeper and zookeeper-bin packages
 // install them.
 const (
-	zkCliPath = "/usr/share/zookeeper/bin/zkCli.sh"
+	zkCliPath = zkref.ZkCliPath
 	cliMtPath = "/usr/lib/zookeeper/bin/cli_mt"
 )
 

@@ -27,6 +27,10 @@ import (
 // debianJavaDir is where Debian's Java library packages install their jars.
 const debianJavaDir = "/usr/share/java"
 
+// ZkCliPath is ZooKeeper's shell, zkCli.sh, as Debian's zookeeper package
+// installs it.
+const ZkCliPath = "/usr/share/zookeeper/bin/zkCli.sh"
+
 // debianPython is Debian's own interpreter, the one python3-kazoo installs
 // into. The python3 found first on PATH may be another one without kazoo.
 const debianPython = "/usr/bin/python3"

@@ -233,6 +233,9 @@ func (t *Tree) insert(parent *Node, path string, n *Node) {
 
 // unlink removes n, a leaf, from parent and from the indexes.
 func (t *Tree) unlink(parent *Node, path string, n *Node) {
+	if n == t.restoreParent {
+		t.restoreParent = nil
+	}
 	delete(parent.children, proto.Base(path))
 	t.acls.release(n.acl)
 	t.count--

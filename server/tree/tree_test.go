@@ -204,3 +204,24 @@ func TestUnusedACLsAreDropped(t *testing.T) {
 		t.Fatalf("%d ACLs after every node with its own was deleted, want %d", got, before)
 	}
 }
+
+// TestRestoreAfterDeletesFindsTheLiveParent checks that the parent a
+// restore remembers is never a node that has since been deleted.
+func TestRestoreAfterDeletesFindsTheLiveParent(t *testing.T) {
+	tr := New(false)
+	acl := tr.InternACL(OpenACL)
+	for _, p := range []string{"/a", "/a/b"} {
+		if err := tr.Restore(p, &Node{}, acl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr.Delete("/a/b", 2)
+	tr.Delete("/a", 3)
+	tr.Create("/a", nil, OpenACL, 0, 4, 4)
+	if err := tr.Restore("/a/c", &Node{}, acl); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := tr.Get("/a/c"); !ok {
+		t.Fatal("/a/c was restored under the deleted /a")
+	}
+}
