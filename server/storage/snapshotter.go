@@ -183,27 +183,13 @@ func (s *Snapshot) Open() (io.ReadCloser, error) {
 	return snapshotData{io.NewSectionReader(f, s.off, s.size), f}, nil
 }
 
-// snapshotData reads a snapshot's data; its Size lets a reader plan.
+// snapshotData reads a snapshot's data and closes its file.
 type snapshotData struct {
 	*io.SectionReader
 	f *os.File
 }
 
 func (d snapshotData) Close() error { return d.f.Close() }
-
-// ReadAll returns the data whole.
-func (s *Snapshot) ReadAll() ([]byte, error) {
-	r, err := s.Open()
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	b := make([]byte, s.size)
-	if _, err := io.ReadFull(r, b); err != nil {
-		return nil, fmt.Errorf("storage: read snapshot: %w", err)
-	}
-	return b, nil
-}
 
 // Load returns the newest intact snapshot. Broken files on the way are
 // renamed to .broken and skipped. It returns ErrNoSnapshot when none is left.

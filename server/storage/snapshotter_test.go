@@ -41,7 +41,12 @@ func checkSnapshot(t *testing.T, got *storage.Snapshot, want raftpb.Snapshot) {
 	if got == nil {
 		t.Fatalf("no snapshot, want index %d", want.Metadata.Index)
 	}
-	data, err := got.ReadAll()
+	r, err := got.Open()
+	if err != nil {
+		t.Fatalf("open snapshot %d: %v", got.Metadata.Index, err)
+	}
+	data, err := io.ReadAll(r)
+	r.Close()
 	if err != nil {
 		t.Fatalf("read snapshot %d: %v", got.Metadata.Index, err)
 	}
