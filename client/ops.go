@@ -213,6 +213,26 @@ func (c *Client) Delete(ctx context.Context, path string, version int32) error {
 	return nil
 }
 
+// oneShot prepares a read's one-shot watch on sp, if watch is set: the
+// channel its event goes to (nil without a watch), whether the server must
+// be asked to set it, and done, to call once the reply is in.
+func (c *Client) oneShot(sp string, watch bool) (ch chan Event, ask bool, done func()) {
+	if !watch {
+		return nil, false, func() {}
+	}
+	ask = c.watches.begin(sp, false)
+	return make(chan Event, 1), ask, func() { c.watches.finish(sp, false) }
+}
+
+// oneShotReq is the watch a read registers when its reply comes: none
+// without a channel.
+func oneShotReq(kind watchKind, sp string, ch chan Event) watchReq {
+	if ch == nil {
+		return watchReq{}
+	}
+	return watchReq{kind: kind, path: sp, ch: ch}
+}
+
 // Exists reports whether a node exists, with its Stat if it does.
 func (c *Client) Exists(ctx context.Context, path string) (bool, Stat, error) {
 	ok, stat, _, err := c.exists(ctx, path, false)
@@ -231,21 +251,14 @@ func (c *Client) exists(ctx context.Context, path string, watch bool) (bool, Sta
 	if err != nil {
 		return false, Stat{}, nil, opError("exists", path, err)
 	}
-	var ch chan Event
-	ask := false
-	if watch {
-		ch = make(chan Event, 1)
-		ask = c.watches.begin(sp, false)
-		defer c.watches.finish(sp, false)
-	}
+	ch, ask, done := c.oneShot(sp, watch)
+	defer done()
 	cl, e := newCall(c.nextXid(), proto.OpExists)
 	req := proto.ExistsRequest{Path: sp, Watch: ask}
 	req.Encode(e)
 	cl.seal()
 	cl.resp, cl.idempotent = &cl.stat, true
-	if watch {
-		cl.watch = watchReq{kind: watchExists, path: sp, ch: ch}
-	}
+	cl.watch = oneShotReq(watchExists, sp, ch)
 	if err := c.do(ctx, cl); err != nil {
 		return false, Stat{}, nil, opError("exists", path, err)
 	}
@@ -279,21 +292,14 @@ func (c *Client) get(ctx context.Context, path string, watch bool) ([]byte, Stat
 	if err != nil {
 		return nil, Stat{}, nil, opError("get", path, err)
 	}
-	var ch chan Event
-	ask := false
-	if watch {
-		ch = make(chan Event, 1)
-		ask = c.watches.begin(sp, false)
-		defer c.watches.finish(sp, false)
-	}
+	ch, ask, done := c.oneShot(sp, watch)
+	defer done()
 	cl, e := newCall(c.nextXid(), proto.OpGetData)
 	req := proto.GetDataRequest{Path: sp, Watch: ask}
 	req.Encode(e)
 	cl.seal()
 	cl.resp, cl.idempotent = &cl.data, true
-	if watch {
-		cl.watch = watchReq{kind: watchData, path: sp, ch: ch}
-	}
+	cl.watch = oneShotReq(watchData, sp, ch)
 	if err := c.do(ctx, cl); err != nil {
 		return nil, Stat{}, nil, opError("get", path, err)
 	}
@@ -347,21 +353,14 @@ func (c *Client) getChildren(ctx context.Context, path string, watch bool) ([]st
 	if err != nil {
 		return nil, Stat{}, nil, opError("children", path, err)
 	}
-	var ch chan Event
-	ask := false
-	if watch {
-		ch = make(chan Event, 1)
-		ask = c.watches.begin(sp, false)
-		defer c.watches.finish(sp, false)
-	}
+	ch, ask, done := c.oneShot(sp, watch)
+	defer done()
 	cl, e := newCall(c.nextXid(), proto.OpGetChildren2)
 	req := proto.GetChildren2Request{Path: sp, Watch: ask}
 	req.Encode(e)
 	cl.seal()
 	cl.resp, cl.idempotent = &cl.children, true
-	if watch {
-		cl.watch = watchReq{kind: watchChild, path: sp, ch: ch}
-	}
+	cl.watch = oneShotReq(watchChild, sp, ch)
 	if err := c.do(ctx, cl); err != nil {
 		return nil, Stat{}, nil, opError("children", path, err)
 	}
