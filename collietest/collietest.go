@@ -36,7 +36,8 @@ func WithConfig(f func(*config.Config)) Option { return Option(f) }
 // Config returns the default configuration of a test server: a fresh data
 // directory, a free port on 127.0.0.1, a short tick (so sessions expire in
 // well under a second when asked to), every four-letter word allowed,
-// extended types enabled, and no admin server (WithAdminServer starts one).
+// extended types enabled, 1 MiB log files, and no admin server
+// (WithAdminServer starts one).
 func Config(tb testing.TB) config.Config {
 	cfg := config.Default()
 	cfg.DataDir = tb.TempDir()
@@ -49,6 +50,9 @@ func Config(tb testing.TB) config.Config {
 	cfg.FourLetterWhitelist = map[string]bool{"*": true}
 	cfg.ExtendedTypesEnabled = true
 	cfg.ContainerCheckInterval = 100 * time.Millisecond
+	// Log files are written with zeros ahead of use: keep them small, as
+	// ZooKeeper's own test servers do with preAllocSize.
+	cfg.PreAllocSize = 1 << 20
 	// ZooKeeper's admin port is 8080 for every server: test servers would
 	// take it from each other and from the machine.
 	cfg.AdminServerEnabled = false

@@ -111,7 +111,7 @@ func New(cfg config.Config, logger *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	s.secret = secret
-	disk, err := storage.OpenDisk(filepath.Join(cfg.DataLogDir, "wal"), filepath.Join(cfg.DataDir, "snap"), cfg.AutopurgeSnapRetainCount, logger)
+	disk, err := storage.OpenDisk(filepath.Join(cfg.DataLogDir, "wal"), filepath.Join(cfg.DataDir, "snap"), cfg.AutopurgeSnapRetainCount, cfg.PreAllocSize, logger)
 	if err != nil {
 		return nil, fmt.Errorf("server: open storage: %w", err)
 	}

@@ -70,6 +70,7 @@ dataDir=data
 clientPort=%d
 clientPortAddress=127.0.0.1
 snapCount=500
+preAllocSize=256
 maxSessionTimeout=10000
 4lw.commands.whitelist=*
 admin.enableServer=false

@@ -58,6 +58,9 @@ type Config struct {
 	AutopurgeSnapRetainCount int           // autopurge.snapRetainCount; raised to 3 as ZooKeeper does
 	AutopurgePurgeInterval   time.Duration // autopurge.purgeInterval, in hours in the file; 0 disables purging
 	JuteMaxBuffer            int           // jute.maxbuffer: the largest request or znode payload, in bytes
+	// PreAllocSize is the size of a transaction log file, in bytes
+	// (preAllocSize, in KiB in the file, as ZooKeeper's zookeeper.preAllocSize).
+	PreAllocSize int64
 
 	// FourLetterWhitelist is the set of four-letter words the server
 	// answers (4lw.commands.whitelist). "srvr" is always in it, as in
@@ -146,6 +149,9 @@ const (
 	minSnapCount           = 2
 	minSnapRetainCount     = 3
 	defaultJuteMaxBuffer   = 0xfffff
+	defaultPreAllocKiB     = 64 << 10
+	minPreAllocKiB         = 64
+	maxPreAllocKiB         = 4 << 20
 	defaultAdminPort       = 8080
 	defaultAdminAddress    = "0.0.0.0"
 	defaultAdminCommandURL = "/commands"
@@ -188,6 +194,7 @@ func defaults() Config {
 		SnapCount:                defaultSnapCount,
 		AutopurgeSnapRetainCount: minSnapRetainCount,
 		JuteMaxBuffer:            defaultJuteMaxBuffer,
+		PreAllocSize:             defaultPreAllocKiB << 10,
 		FourLetterWhitelist:      map[string]bool{"srvr": true},
 		AdminServerEnabled:       true,
 		AdminServerPort:          defaultAdminPort,
@@ -316,6 +323,13 @@ func (p *parser) set(key, value string) {
 		c.AutopurgePurgeInterval = time.Duration(max(hours, 0)) * time.Hour
 	case "jute.maxbuffer":
 		c.JuteMaxBuffer, err = intIn(key, value, 1, math.MaxInt32, "a positive number of bytes")
+	case "preAllocSize", "zookeeper.preAllocSize":
+		// ZooKeeper grows its log file by this much at a time; Collie cuts
+		// its log into files of this size, of at least minPreAllocKiB so
+		// that a small value from ZooKeeper's test setups still works.
+		var kib int
+		kib, err = intIn(key, value, 1, maxPreAllocKiB, "a size in KiB from 1 to 4194304")
+		c.PreAllocSize = int64(max(kib, minPreAllocKiB)) << 10
 	case "4lw.commands.whitelist":
 		c.FourLetterWhitelist = parseWhitelist(value)
 	case "extendedTypesEnabled":

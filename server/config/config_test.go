@@ -48,6 +48,7 @@ func TestDefault(t *testing.T) {
 		SnapCount:                100000,
 		AutopurgeSnapRetainCount: 3,
 		JuteMaxBuffer:            1048575,
+		PreAllocSize:             64 << 20,
 		FourLetterWhitelist:      map[string]bool{"srvr": true},
 		AdminServerEnabled:       true,
 		AdminServerPort:          8080,
@@ -113,6 +114,7 @@ snapCount=5000
 autopurge.snapRetainCount=7
 autopurge.purgeInterval=12
 jute.maxbuffer=4194304
+preAllocSize=16384
 4lw.commands.whitelist=ruok, stat,mntr
 extendedTypesEnabled=true
 DigestAuthenticationProvider.superDigest=super:D/InIHSb7yEEbrWz8b9l71RjZJU=
@@ -143,6 +145,7 @@ standaloneEnabled=true
 		AutopurgeSnapRetainCount: 7,
 		AutopurgePurgeInterval:   12 * time.Hour,
 		JuteMaxBuffer:            4194304,
+		PreAllocSize:             16 << 20,
 		FourLetterWhitelist:      map[string]bool{"ruok": true, "stat": true, "mntr": true, "srvr": true},
 		ExtendedTypesEnabled:     true,
 		SuperDigest:              "super:D/InIHSb7yEEbrWz8b9l71RjZJU=",
@@ -200,6 +203,13 @@ func TestParseRaisesSmallValues(t *testing.T) {
 	}
 	if c.AutopurgeSnapRetainCount != 3 {
 		t.Errorf("autopurge.snapRetainCount=1 gives %d, want 3", c.AutopurgeSnapRetainCount)
+	}
+	// ZooKeeper's own test servers set preAllocSize=100.
+	if c := mustParse(t, "dataDir=/d\nzookeeper.preAllocSize=16"); c.PreAllocSize != 64<<10 {
+		t.Errorf("zookeeper.preAllocSize=16 gives PreAllocSize %d, want %d", c.PreAllocSize, 64<<10)
+	}
+	if c := mustParse(t, "dataDir=/d"); c.PreAllocSize != 64<<20 {
+		t.Errorf("default PreAllocSize %d, want 64 MiB", c.PreAllocSize)
 	}
 	if c.AutopurgePurgeInterval != 0 {
 		t.Errorf("autopurge.purgeInterval=-4 gives %v, want 0 (disabled)", c.AutopurgePurgeInterval)
@@ -266,6 +276,8 @@ func TestParseInvalidValues(t *testing.T) {
 		{"autopurge.snapRetainCount=x", `autopurge.snapRetainCount: "x" is not a number of snapshots`},
 		{"autopurge.purgeInterval=1h", `autopurge.purgeInterval: "1h" is not a number of hours (0 = never purge)`},
 		{"jute.maxbuffer=0", `jute.maxbuffer: "0" is not a positive number of bytes`},
+		{"preAllocSize=0", `preAllocSize: "0" is not a size in KiB from 1 to 4194304`},
+		{"zookeeper.preAllocSize=64M", `zookeeper.preAllocSize: "64M" is not a size in KiB from 1 to 4194304`},
 		{"extendedTypesEnabled=yes", `extendedTypesEnabled: "yes" is not true or false`},
 		{"localSessionsEnabled=1", `localSessionsEnabled: "1" is not true or false`},
 		{"standaloneEnabled=", `standaloneEnabled: "" is not true or false`},

@@ -23,8 +23,9 @@ type Disk struct {
 
 // OpenDisk opens (creating on first use) the WAL in walDir and the
 // snapshots in snapDir. retain is how many snapshots Compact keeps
-// (autopurge.snapRetainCount).
-func OpenDisk(walDir, snapDir string, retain int, lg *slog.Logger) (*Disk, error) {
+// (autopurge.snapRetainCount); segmentBytes is the size of a WAL segment
+// (preAllocSize), 0 for the default of 64 MiB.
+func OpenDisk(walDir, snapDir string, retain int, segmentBytes int64, lg *slog.Logger) (*Disk, error) {
 	lg = logger(lg)
 	snaps, err := NewSnapshotter(lg, snapDir)
 	if err != nil {
@@ -56,6 +57,9 @@ func OpenDisk(walDir, snapDir string, retain int, lg *slog.Logger) (*Disk, error
 	w, err := Open(lg, walDir, WALSnapshot{Index: snap.Metadata.Index, Term: snap.Metadata.Term})
 	if err != nil {
 		return nil, err
+	}
+	if segmentBytes > 0 {
+		w.segmentBytes = segmentBytes
 	}
 	d.wal = w
 	d.pending = snap

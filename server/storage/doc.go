@@ -58,13 +58,24 @@ number grows by one per segment, without gaps. The raft index is the index of
 the first entry the segment was opened for (the last index written so far, or
 of a later snapshot record, plus one), so the segment holding a snapshot's
 index is the last one whose index is not above it. A segment is cut once it
-holds at least 64 MiB, after the Save that crossed the limit. The new segment
-is written under a .tmp name, fsynced, renamed into place and the directory
-fsynced, so a segment either exists whole or not at all; stale .tmp files are
-removed by Open. Segments are preallocated to 64 MiB where the file system
-supports it, so appends do not grow the file; a cut truncates the old segment
-to its records first. The directory is locked (flock) while a WAL is open, so
-a second writer, in this process or another, fails with ErrLocked.
+holds at least the segment size (64 MiB unless OpenDisk is given another),
+after the Save that crossed the limit. The new segment is written under a
+.tmp name, fsynced, renamed into place and the directory fsynced, so a
+segment either exists whole or not at all; stale .tmp files are removed by
+Open. A cut truncates the old segment to its records first. The directory is
+locked (flock) while a WAL is open, so a second writer, in this process or
+another, fails with ErrLocked.
+
+Segments are full-size files from the start, so appends never grow them.
+The next segment is prepared ahead, as spare.wal.tmp, written with zeros and
+fsynced on a goroutine of its own: an append over written blocks changes no
+file system metadata, so its fdatasync flushes the data alone, where an
+append into blocks that were only allocated (fallocate) makes every
+fdatasync commit the file system's journal. A segment that did not come
+from a spare (the first one, the one appended to after Open, or one cut
+while the spare was not ready) is only allocated, and is cut as soon as a
+spare is ready. Open removes a spare a crash left behind; Close removes the
+spare.
 
 Create builds the first segment in a sibling directory named <dir>.tmp and
 renames it into place, so a WAL directory either has a valid first segment or

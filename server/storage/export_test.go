@@ -14,6 +14,14 @@ func SetSegmentBytes(tb testing.TB, n int64) {
 	tb.Cleanup(func() { segmentBytes = old })
 }
 
+// NoSpares turns off the preparing of spare segments until the test ends,
+// so that segments are cut only when full.
+func NoSpares(tb testing.TB) {
+	old := spares
+	spares = false
+	tb.Cleanup(func() { spares = old })
+}
+
 // CountSyncs counts the fsyncs of appended WAL records until the test ends.
 func CountSyncs(tb testing.TB) *atomic.Int64 {
 	old := syncData
@@ -27,3 +35,16 @@ func CountSyncs(tb testing.TB) *atomic.Int64 {
 }
 
 const SectorBytes = sectorBytes
+
+// WaitSpare waits until the spare segment w is preparing, if any, is ready
+// or has failed.
+func WaitSpare(w *WAL) {
+	w.mu.Lock()
+	s := w.spare
+	w.mu.Unlock()
+	if s != nil {
+		<-s.done
+	}
+}
+
+const SpareName = spareName

@@ -88,7 +88,8 @@ func Exist(dir string) bool {
 	return err == nil && len(segs) > 0
 }
 
-// removeStaleTemps removes segments a crash left half made.
+// removeStaleTemps removes segments a crash left half made, and the spare
+// segment, which a crash may have left half written.
 func removeStaleTemps(dir string) error {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -96,7 +97,7 @@ func removeStaleTemps(dir string) error {
 	}
 	for _, e := range ents {
 		if base, ok := strings.CutSuffix(e.Name(), tmpSuffix); ok {
-			if _, ok := parseSegmentName(base); ok {
+			if _, ok := parseSegmentName(base); ok || e.Name() == spareName {
 				if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
 					return err
 				}

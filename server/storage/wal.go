@@ -53,6 +53,10 @@ var (
 // segmentBytes is the size at which a segment is cut. Tests lower it.
 var segmentBytes int64 = 64 << 20
 
+// spares turns on the preparing of segments ahead of their cut. Tests that
+// need segments cut only when full turn it off.
+var spares = true
+
 // syncData makes a segment's appended records durable. Tests count calls.
 var syncData = fdatasync
 
@@ -86,6 +90,13 @@ type WAL struct {
 	enc       *encoder // appends to the tail segment; nil until ReadAll
 	err       error    // the first failed write; the WAL accepts no more
 	closed    bool
+	// tailWritten is set when the tail segment was a spare, its blocks
+	// written ahead. A tail that is not is cut as soon as a spare is ready.
+	tailWritten bool
+	// spare is the next segment being prepared, or nil. spareFailed stops
+	// new attempts after a failure until the next cut.
+	spare       *spare
+	spareFailed bool
 }
 
 // Create makes a WAL in dir, which must not hold one, and returns it ready
@@ -376,13 +387,32 @@ func (w *WAL) Save(st raftpb.HardState, ents []raftpb.Entry) error {
 		}
 		w.state = st
 	}
-	if w.enc.offset() >= w.segmentBytes {
+	if w.enc.offset() >= w.segmentBytes || !w.tailWritten && w.spare != nil && w.spare.ready() {
 		return w.fail(w.cut())
 	}
 	if mustSync {
-		return w.fail(w.sync())
+		if err := w.fail(w.sync()); err != nil {
+			return err
+		}
 	}
+	w.prepareSpare()
 	return nil
+}
+
+// prepareSpare starts preparing the next segment unless one is under way,
+// and logs a failed one.
+func (w *WAL) prepareSpare() {
+	if w.spare != nil {
+		err := w.spare.failed()
+		if err == nil {
+			return
+		}
+		w.lg.Warn("storage: could not prepare the next WAL segment; it will be allocated when needed", "err", err)
+		w.spare, w.spareFailed = nil, true
+	}
+	if spares && !w.spareFailed {
+		w.spare = startSpare(w.dir, w.segmentBytes)
+	}
 }
 
 func (w *WAL) checkEntries(ents []raftpb.Entry) error {
@@ -460,6 +490,10 @@ func (w *WAL) Close() error {
 		return nil
 	}
 	w.closed = true
+	if w.spare != nil {
+		w.spare.discard()
+		w.spare = nil
+	}
 	var errs []error
 	if w.enc != nil {
 		if w.err == nil {
@@ -524,7 +558,7 @@ func (w *WAL) cut() (err error) {
 	next := segment{seq: w.tail.seq + 1, index: w.lastIndex + 1}
 	path := filepath.Join(w.dir, next.name())
 	tmp := path + tmpSuffix
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	f, written, err := w.nextSegmentFile(tmp)
 	if err != nil {
 		return err
 	}
@@ -534,9 +568,6 @@ func (w *WAL) cut() (err error) {
 			os.Remove(tmp)
 		}
 	}()
-	if err := preallocate(f, w.segmentBytes); err != nil {
-		return err
-	}
 	enc := &encoder{f: f, chain: old.chain, buf: old.buf[:0]}
 	var st *raftpb.HardState
 	if w.state != (raftpb.HardState{}) {
@@ -561,9 +592,35 @@ func (w *WAL) cut() (err error) {
 	if err := old.f.Close(); err != nil {
 		w.lg.Warn("storage: close full WAL segment", "segment", w.tail.name(), "err", err)
 	}
-	w.enc, w.tail = enc, next
+	w.enc, w.tail, w.tailWritten = enc, next, written
+	w.spareFailed = false
 	w.lg.Info("storage: started WAL segment", "segment", next.name())
 	return nil
+}
+
+// nextSegmentFile returns the file, named tmp, of the segment a cut starts:
+// the spare when it is ready (written is then true), or else a new file
+// that is only allocated.
+func (w *WAL) nextSegmentFile(tmp string) (f *os.File, written bool, err error) {
+	if w.spare != nil && w.spare.ready() {
+		s := w.spare
+		w.spare = nil
+		if err := os.Rename(s.path, tmp); err != nil {
+			s.discard()
+			return nil, false, err
+		}
+		return s.f, true, nil
+	}
+	f, err = os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := preallocate(f, w.segmentBytes); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return nil, false, err
+	}
+	return f, false, nil
 }
 
 // writeHeader writes the records every segment starts with.
