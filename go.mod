@@ -8,6 +8,7 @@ require (
 	github.com/go-zookeeper/zk v1.0.4
 	go.etcd.io/raft/v3 v3.6.0
 	golang.org/x/term v0.47.0
+	google.golang.org/protobuf v1.33.0
 )
 
 require (
@@ -15,5 +16,4 @@ require (
 	github.com/golang/protobuf v1.5.4 // indirect
 	github.com/pmezard/go-difflib v1.0.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
-	google.golang.org/protobuf v1.33.0 // indirect
 )

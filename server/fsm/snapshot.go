@@ -175,44 +175,117 @@ func restore(opts Options, r *snapReader) (*FSM, error) {
 		f.sessions[s.ID] = s
 	}
 	nn := r.count()
+	if r.err != nil {
+		return nil, r.err
+	}
+	// Decoding the nodes and linking them into the tree take about the
+	// same time, so they overlap: a goroutine decodes batches of nodes
+	// while this one inserts them. It ends before restore returns, so the
+	// state machine keeps no goroutine and r is not read after.
+	batches := make(chan []restoredNode, 4)
+	stop := make(chan struct{})
+	decoded := make(chan error, 1)
+	go func() { decoded <- decodeNodes(r, nn, batches, stop) }()
 	var acls []tree.ACLRef
+	var insertErr error
+	for batch := range batches {
+		for i := range batch {
+			rn := &batch[i]
+			if rn.definesACL {
+				acls = append(acls, f.tree.InternACL(rn.newACL))
+			}
+			if err := f.tree.Restore(rn.path, rn.n, acls[rn.acl]); err != nil {
+				insertErr = err
+				break
+			}
+		}
+		if insertErr != nil {
+			close(stop)
+			for range batches {
+			}
+			break
+		}
+	}
+	if err := <-decoded; insertErr == nil && err != nil {
+		insertErr = err
+	}
+	if insertErr != nil {
+		return nil, insertErr
+	}
+	f.tree.Sweep()
+	return f, nil
+}
+
+// restoredNode is a node decoded from a snapshot, ready to be linked into
+// the tree.
+type restoredNode struct {
+	path string
+	n    *tree.Node
+	acl  int32 // index into the snapshot's ACLs
+	// definesACL is set on the first node of an ACL, which carries it.
+	definesACL bool
+	newACL     []proto.ACL
+}
+
+// restoreBatch is the number of nodes handed over at a time.
+const restoreBatch = 1024
+
+var errRestoreStopped = errors.New("restore stopped")
+
+// decodeNodes decodes count nodes from r and sends them on out in
+// batches, then checks that the stream ends. It closes out when it returns,
+// and stops early when stop is closed.
+func decodeNodes(r *snapReader, count int, out chan<- []restoredNode, stop <-chan struct{}) error {
+	defer close(out)
+	send := func(batch []restoredNode) error {
+		select {
+		case out <- batch:
+			return nil
+		case <-stop:
+			return errRestoreStopped
+		}
+	}
 	var alloc slabs
-	for range nn {
-		path := r.string()
-		n := alloc.node()
+	defined := int32(0) // ACLs seen so far
+	batch := make([]restoredNode, 0, restoreBatch)
+	for range count {
+		rn := restoredNode{path: r.string(), n: alloc.node()}
+		n := rn.n
 		n.Data = r.buffer(&alloc)
-		var acl tree.ACLRef
-		switch i := r.int(); {
-		case i >= 0 && int(i) < len(acls):
-			acl = acls[i]
-		case int(i) == len(acls):
-			acl = f.tree.InternACL(r.acls())
-			acls = append(acls, acl)
+		switch rn.acl = r.int(); {
+		case rn.acl >= 0 && rn.acl < defined:
+		case rn.acl == defined:
+			rn.definesACL, rn.newACL = true, r.acls()
+			defined++
 		default:
-			r.fail("node %q has ACL %d of %d", path, i, len(acls))
+			r.fail("node %q has ACL %d of %d", rn.path, rn.acl, defined)
 		}
 		n.Czxid, n.Mzxid, n.Pzxid = r.long(), r.long(), r.long()
 		n.Ctime, n.Mtime = r.long(), r.long()
 		n.Version, n.Cversion, n.Aversion = r.int(), r.int(), r.int()
 		n.EphemeralOwner = r.long()
 		if r.err != nil {
-			return nil, r.err
+			return r.err
 		}
-		if err := proto.ValidatePath(path); err != nil {
-			return nil, fmt.Errorf("node %q: %w", path, err)
+		if err := proto.ValidatePath(rn.path); err != nil {
+			return fmt.Errorf("node %q: %w", rn.path, err)
 		}
-		if err := f.tree.Restore(path, n, acl); err != nil {
-			return nil, err
+		if batch = append(batch, rn); len(batch) == restoreBatch {
+			if err := send(batch); err != nil {
+				return err
+			}
+			batch = make([]restoredNode, 0, restoreBatch)
 		}
 	}
-	if r.err != nil {
-		return nil, r.err
+	if len(batch) > 0 {
+		if err := send(batch); err != nil {
+			return err
+		}
 	}
 	if _, err := r.r.ReadByte(); err != io.EOF {
-		return nil, errors.New("data after the last node")
+		return errors.New("data after the last node")
 	}
-	f.tree.Sweep()
-	return f, nil
+	return nil
 }
 
 // snapReader decodes the jute encoding of a snapshot from a stream. Like

@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -163,31 +162,63 @@ func (e *encoder) flush() error {
 }
 
 // decoder reads the records of one segment after another, checking the
-// checksum chain across them.
+// checksum chain across them. It reads each segment in chunks of its own
+// rather than through a bufio.Reader, so a record's data is handed out
+// where it was read, not copied. With keep set, a chunk is never reused:
+// the data of every record stays valid, and the entries read at start can
+// alias it.
 type decoder struct {
-	r       *bufio.Reader
+	keep    bool
+	f       io.Reader
+	chunk   []byte // chunk[pos:end] is read and not yet decoded; it starts at off
+	pos     int
+	end     int
 	size    int64 // size of the current segment file
 	off     int64 // offset just after the last good record
 	recOff  int64 // offset of the record last asked for
 	chain   uint32
-	chained bool // chain is known; false until the first crc record
-	word    [lenBytes]byte
-	buf     []byte
+	chained bool
 }
+
+// readChunk is how much of a segment the decoder reads at a time.
+const readChunk = 4 << 20
 
 // reset starts reading a segment; the checksum chain carries over.
 func (d *decoder) reset(f *os.File, size int64) {
-	if d.r == nil {
-		d.r = bufio.NewReaderSize(f, 1<<20)
-	} else {
-		d.r.Reset(f)
-	}
+	d.f = f
+	d.pos, d.end = 0, 0
 	d.size, d.off = size, 0
 }
 
-// next returns the next record of the segment. The data is valid until the
-// following call. It returns io.EOF at the end of the segment, errTorn for a
-// record a crash may have torn, and an error matching ErrCorrupt otherwise.
+// fill makes n bytes from off on available in chunk[pos:], which the caller
+// has checked the file holds.
+func (d *decoder) fill(n int) error {
+	have := d.end - d.pos
+	if have >= n {
+		return nil
+	}
+	// Read no further than the file goes: the tail segment is mostly the
+	// zeros it was prepared with.
+	left := d.size - d.off - int64(have)
+	want := have + int(min(int64(max(readChunk, n)-have), left))
+	if d.keep || cap(d.chunk) < want {
+		fresh := make([]byte, want)
+		copy(fresh, d.chunk[d.pos:d.end])
+		d.chunk = fresh
+	} else {
+		copy(d.chunk, d.chunk[d.pos:d.end])
+		d.chunk = d.chunk[:want]
+	}
+	d.pos, d.end = 0, have
+	m, err := io.ReadAtLeast(d.f, d.chunk[have:want], n-have)
+	d.end += m
+	return err
+}
+
+// next returns the next record of the segment. Without keep, the data is
+// valid until the following call. It returns io.EOF at the end of the
+// segment, errTorn for a record a crash may have torn, and an error
+// matching ErrCorrupt otherwise.
 func (d *decoder) next() (recordType, []byte, error) {
 	d.recOff = d.off
 	rem := d.size - d.off
@@ -197,10 +228,10 @@ func (d *decoder) next() (recordType, []byte, error) {
 	if rem < lenBytes {
 		return 0, nil, errTorn
 	}
-	if _, err := io.ReadFull(d.r, d.word[:]); err != nil {
+	if err := d.fill(lenBytes); err != nil {
 		return 0, nil, readErr(err)
 	}
-	n := binary.LittleEndian.Uint64(d.word[:])
+	n := binary.LittleEndian.Uint64(d.chunk[d.pos:])
 	if n == 0 {
 		return 0, nil, io.EOF
 	}
@@ -216,15 +247,12 @@ func (d *decoder) next() (recordType, []byte, error) {
 	}
 	body := int(n)
 	frame := body + padding(body)
-	if cap(d.buf) < frame {
-		d.buf = make([]byte, frame)
-	}
-	buf := d.buf[:frame]
-	if _, err := io.ReadFull(d.r, buf); err != nil {
+	if err := d.fill(lenBytes + frame); err != nil {
 		return 0, nil, readErr(err)
 	}
+	buf := d.chunk[d.pos+lenBytes : d.pos+lenBytes+frame : d.pos+lenBytes+frame]
 	t := recordType(buf[4])
-	data := buf[bodyHeader:body]
+	data := buf[bodyHeader:body:body]
 	seed := d.chain
 	if t == crcType {
 		if len(data) != 4 {
@@ -244,6 +272,7 @@ func (d *decoder) next() (recordType, []byte, error) {
 	}
 	d.chain = binary.LittleEndian.Uint32(buf)
 	d.chained = true
+	d.pos += lenBytes + frame
 	d.off += int64(lenBytes + frame)
 	return t, data, nil
 }

@@ -256,8 +256,8 @@ func (w *WAL) ReadAll() (metadata []byte, st raftpb.HardState, ents []raftpb.Ent
 		switch t {
 		case entryType:
 			var e raftpb.Entry
-			if err := e.Unmarshal(data); err != nil {
-				return fmt.Errorf("%w: entry: %w", ErrCorrupt, err)
+			if err := decodeEntry(data, &e); err != nil {
+				return err
 			}
 			if e.Index > w.start.Index {
 				at := e.Index - w.start.Index - 1
@@ -699,7 +699,9 @@ type replayEnd struct {
 // replay reads the records of segs in order and hands each to fn. A torn
 // write is tolerated at the end of the last segment only.
 func replay(dir string, segs []segment, keepTail bool, fn func(recordType, []byte) error) (replayEnd, error) {
-	var d decoder
+	// Reading to append is reading the entries to keep: their data may
+	// alias what was read.
+	d := decoder{keep: keepTail}
 	for i, s := range segs {
 		last := i == len(segs)-1
 		flag := os.O_RDONLY
