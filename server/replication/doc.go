@@ -18,4 +18,18 @@
 //
 // A write is acknowledged to its client from Apply, so only after the fsync
 // of step 2 on a quorum.
+//
+// # Ensembles
+//
+// In an ensemble the members are fixed by the configuration: Voters (the
+// leader and followers) and Learners (ZooKeeper's observers, which receive
+// the log and never vote). Every member starts as if from a snapshot at
+// index 1 holding that membership, so a fresh ensemble needs no bootstrap
+// step and learners are members from the first entry. Messages go out
+// through a Transport and come in through Step; the transport tells raft
+// of lost messages and finished snapshot transfers with ReportUnreachable
+// and ReportSnapshot. Proposals made on a follower or a learner are
+// forwarded to the leader by raft itself. A snapshot message leaves the
+// loop with the metadata only; its data is read from the snapshot file on
+// another goroutine and then sent.
 package replication

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -39,9 +40,21 @@ type Storage interface {
 	// MarkSnapshot records in the log that the snapshot of meta, written
 	// by WriteSnapshot, is durable.
 	MarkSnapshot(meta raftpb.SnapshotMetadata) error
+	// OpenSnapshot returns a reader of the data of the snapshot of meta,
+	// for sending it to a member that is too far behind; the caller closes
+	// it. It runs on its own goroutine.
+	OpenSnapshot(meta raftpb.SnapshotMetadata) (io.ReadCloser, error)
 	// Compact drops what the newest snapshot at index makes unneeded.
 	Compact(index uint64) error
 	Close() error
+}
+
+// Transport carries raft messages to the other members of an ensemble.
+type Transport interface {
+	// Send sends messages without blocking; a message that cannot be sent
+	// is dropped (raft sends again), and the transport reports the member
+	// unreachable through Node.ReportUnreachable.
+	Send(msgs []raftpb.Message)
 }
 
 // StateMachine is what the node replicates into.
@@ -63,8 +76,15 @@ type StateMachine interface {
 type Config struct {
 	// ID is this server's id (myid); 1 for a standalone server.
 	ID uint64
-	// Voters are the ids of every voting member, this one included.
-	Voters []uint64
+	// Voters are the ids of every voting member, this one included when it
+	// votes; Learners are the members that receive the log but never vote
+	// (ZooKeeper's observers). Membership is fixed by the configuration:
+	// every member must be started with the same sets.
+	Voters   []uint64
+	Learners []uint64
+	// Transport sends messages to the other members; nil for a server on
+	// its own.
+	Transport Transport
 	// TickInterval is the length of one raft tick.
 	TickInterval time.Duration
 	// ElectionTicks and HeartbeatTicks are raft's timeouts in ticks.
@@ -86,11 +106,13 @@ type Node struct {
 	mem  *raft.MemoryStorage
 	conf raftpb.ConfState
 
-	propc  chan proposal
-	readc  chan readRequest
-	stopc  chan struct{}
-	donec  chan struct{}
-	leader chan struct{} // closed once this node has been leader
+	propc   chan proposal
+	readc   chan readRequest
+	recvc   chan raftpb.Message
+	reportc chan report
+	stopc   chan struct{}
+	donec   chan struct{}
+	leader  chan struct{} // closed once this node has been leader
 
 	// Owned by run.
 	applied      uint64
@@ -109,6 +131,8 @@ type Node struct {
 	snapping bool
 	snapAt   uint64 // the index of the snapshot being encoded
 	snapWG   sync.WaitGroup
+	// sendWG counts the goroutines reading a snapshot to send.
+	sendWG sync.WaitGroup
 
 	mu    sync.Mutex
 	state raft.StateType
@@ -127,6 +151,13 @@ type readRequest struct {
 	done func(index uint64, err error)
 }
 
+// report is what the transport tells raft about a member.
+type report struct {
+	id          uint64
+	snapshot    bool // a snapshot transfer ended; otherwise unreachable
+	snapshotErr bool
+}
+
 // Start restores the node from storage, replaying snapshot and log into the
 // state machine, and starts its goroutine.
 func Start(cfg Config) (*Node, error) {
@@ -142,6 +173,8 @@ func Start(cfg Config) (*Node, error) {
 		mem:          raft.NewMemoryStorage(),
 		propc:        make(chan proposal, cfg.MaxBatch),
 		readc:        make(chan readRequest, 256),
+		recvc:        make(chan raftpb.Message, 1024),
+		reportc:      make(chan report, 64),
 		stopc:        make(chan struct{}),
 		donec:        make(chan struct{}),
 		leader:       make(chan struct{}),
@@ -174,7 +207,20 @@ func Start(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("replication: read log: %w", err)
 	}
 	fresh := meta.Index == 0 && raft.IsEmptyHardState(st) && len(ents) == 0
-	if meta.Index != 0 {
+	ensemble := len(cfg.Voters) > 1 || len(cfg.Learners) > 0
+	if meta.Index == 0 && ensemble {
+		// Every member starts from the same configuration, given to all by
+		// their zoo.cfg, as if from a snapshot at index 1: unlike raft's
+		// Bootstrap, that can name learners. It is not on disk, so it is
+		// set again at every start until a real snapshot replaces it.
+		meta = raftpb.SnapshotMetadata{Index: 1, Term: 1, ConfState: raftpb.ConfState{
+			Voters: slices.Clone(cfg.Voters), Learners: slices.Clone(cfg.Learners)}}
+		if err := n.mem.ApplySnapshot(raftpb.Snapshot{Metadata: meta}); err != nil {
+			return nil, fmt.Errorf("replication: %w", err)
+		}
+		n.applied = meta.Index
+		n.conf = meta.ConfState
+	} else if meta.Index != 0 {
 		// The in-memory log keeps the snapshot's metadata only: the data
 		// can be hundreds of megabytes and is on disk.
 		if err := n.mem.ApplySnapshot(raftpb.Snapshot{Metadata: meta}); err != nil {
@@ -211,7 +257,7 @@ func Start(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("replication: %w", err)
 	}
 	n.rn = rn
-	if fresh {
+	if fresh && !ensemble {
 		peers := make([]raft.Peer, len(cfg.Voters))
 		for i, id := range cfg.Voters {
 			peers[i] = raft.Peer{ID: id}
@@ -274,6 +320,41 @@ func (n *Node) ReadIndex(done func(index uint64, err error)) {
 	}
 }
 
+// Step hands a message received from another member to raft. It blocks
+// while the node's queue is full, which slows the sender down.
+func (n *Node) Step(m raftpb.Message) {
+	select {
+	case n.recvc <- m:
+	case <-n.donec:
+	}
+}
+
+// ReportUnreachable tells raft that a message to member id was lost, so
+// the leader stops streaming to it until it answers again.
+func (n *Node) ReportUnreachable(id uint64) {
+	select {
+	case n.reportc <- report{id: id}:
+	default:
+		// Reports are hints; raft notices a silent member anyway.
+	}
+}
+
+// ReportSnapshot tells raft that sending a snapshot to member id ended,
+// failed or not.
+func (n *Node) ReportSnapshot(id uint64, failed bool) {
+	select {
+	case n.reportc <- report{id: id, snapshot: true, snapshotErr: failed}:
+	case <-n.donec:
+	}
+}
+
+// Leader returns the id of the leader as this node knows it, 0 when none.
+func (n *Node) Leader() uint64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.lead
+}
+
 // WaitLeader blocks until this node has been elected leader.
 func (n *Node) WaitLeader(ctx context.Context) error {
 	select {
@@ -321,9 +402,10 @@ func (n *Node) fail(err error) {
 func (n *Node) run() {
 	defer close(n.donec)
 	defer n.cfg.Storage.Close()
-	// A snapshot still being encoded finishes (its result is dropped)
-	// before the storage closes.
+	// A snapshot still being encoded or read for sending finishes (its
+	// result is dropped) before the storage closes.
 	defer n.snapWG.Wait()
+	defer n.sendWG.Wait()
 	ticker := time.NewTicker(n.cfg.TickInterval)
 	defer ticker.Stop()
 	var dropped []proposal
@@ -353,6 +435,28 @@ func (n *Node) run() {
 				n.failPending(err)
 				return
 			}
+		case m := <-n.recvc:
+			n.step(m)
+			// Take every message already queued before the next Ready.
+		recv:
+			for range cap(n.recvc) {
+				select {
+				case m := <-n.recvc:
+					n.step(m)
+				default:
+					break recv
+				}
+			}
+		case r := <-n.reportc:
+			if r.snapshot {
+				status := raft.SnapshotFinish
+				if r.snapshotErr {
+					status = raft.SnapshotFailure
+				}
+				n.rn.ReportSnapshot(r.id, status)
+			} else {
+				n.rn.ReportUnreachable(r.id)
+			}
 		case r := <-n.readc:
 			n.readSeq++
 			ctx := fmt.Appendf(nil, "%d", n.readSeq)
@@ -371,6 +475,15 @@ func (n *Node) run() {
 				return
 			}
 		}
+	}
+}
+
+// step hands a message from another member to raft. Messages from
+// members that are not in the configuration, or stale ones, are dropped by
+// raft itself.
+func (n *Node) step(m raftpb.Message) {
+	if err := n.rn.Step(m); err != nil {
+		n.log.Debug("dropped raft message", "type", m.Type, "from", m.From, "err", err)
 	}
 }
 
@@ -430,11 +543,13 @@ func (n *Node) handleReady(rd raft.Ready) error {
 		return fmt.Errorf("save log: %w", err)
 	}
 	if !raft.IsEmptySnap(rd.Snapshot) {
-		if err := n.mem.ApplySnapshot(rd.Snapshot); err != nil {
-			return fmt.Errorf("apply snapshot to raft log: %w", err)
-		}
 		if err := n.cfg.FSM.Restore(bytes.NewReader(rd.Snapshot.Data)); err != nil {
 			return fmt.Errorf("restore snapshot: %w", err)
+		}
+		// The in-memory log keeps the metadata only; the data, possibly
+		// hundreds of megabytes, is now in the state machine and on disk.
+		if err := n.mem.ApplySnapshot(raftpb.Snapshot{Metadata: rd.Snapshot.Metadata}); err != nil {
+			return fmt.Errorf("apply snapshot to raft log: %w", err)
 		}
 		n.applied = rd.Snapshot.Metadata.Index
 		n.snapIndex = rd.Snapshot.Metadata.Index
@@ -445,6 +560,7 @@ func (n *Node) handleReady(rd raft.Ready) error {
 	}
 	// Messages to peers go out after the local append, as raft requires.
 	// A standalone node has none.
+	n.send(rd.Messages)
 	if len(rd.CommittedEntries) > 0 {
 		for _, e := range rd.CommittedEntries {
 			if e.Type == raftpb.EntryConfChange || e.Type == raftpb.EntryConfChangeV2 {
@@ -492,6 +608,50 @@ func (n *Node) handleReady(rd raft.Ready) error {
 		return err
 	}
 	n.rn.Advance(rd)
+	return nil
+}
+
+// send hands messages to the transport. A snapshot message leaves raft
+// with the metadata only: its data is read from the snapshot file on a
+// goroutine of its own, so the loop never waits for hundreds of megabytes.
+func (n *Node) send(msgs []raftpb.Message) {
+	if len(msgs) == 0 || n.cfg.Transport == nil {
+		return
+	}
+	out := msgs[:0:0]
+	for _, m := range msgs {
+		if m.Type != raftpb.MsgSnap {
+			out = append(out, m)
+			continue
+		}
+		n.sendWG.Go(func() {
+			if err := n.attachSnapshot(&m); err != nil {
+				n.log.Warn("cannot send a snapshot", "to", m.To, "index", m.Snapshot.Metadata.Index, "err", err)
+				n.ReportSnapshot(m.To, true)
+				return
+			}
+			n.cfg.Transport.Send([]raftpb.Message{m})
+		})
+	}
+	if len(out) > 0 {
+		n.cfg.Transport.Send(out)
+	}
+}
+
+// attachSnapshot reads the data of m's snapshot into it.
+func (n *Node) attachSnapshot(m *raftpb.Message) error {
+	r, err := n.cfg.Storage.OpenSnapshot(m.Snapshot.Metadata)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	snap := *m.Snapshot
+	snap.Data = data
+	m.Snapshot = &snap
 	return nil
 }
 

@@ -110,6 +110,30 @@ func (m *memStorage) MarkSnapshot(meta raftpb.SnapshotMetadata) error {
 	return nil
 }
 
+func (m *memStorage) OpenSnapshot(meta raftpb.SnapshotMetadata) (io.ReadCloser, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.snap.Metadata.Index != meta.Index || m.snap.Metadata.Term != meta.Term {
+		return nil, fmt.Errorf("no snapshot at %d/%d", meta.Index, meta.Term)
+	}
+	return io.NopCloser(bytes.NewReader(m.snap.Data)), nil
+}
+
+func (m *memStorage) lastIndex() (uint64, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.ents) == 0 {
+		return m.snap.Metadata.Index, false
+	}
+	return m.ents[len(m.ents)-1].Index, true
+}
+
+func (m *memStorage) snapIndex() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.snap.Metadata.Index
+}
+
 func (m *memStorage) Compact(uint64) error { return nil }
 func (m *memStorage) Close() error         { return nil }
 
@@ -162,6 +186,19 @@ func (f *sumFSM) Restore(r io.Reader) error {
 	}
 	f.sum = binary.BigEndian.Uint64(b)
 	return nil
+}
+
+// appliedAll reports whether every value in from..to was applied.
+func (f *sumFSM) appliedAll(from, to uint64) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := uint64(0)
+	for _, v := range f.applied {
+		if v >= from && v <= to {
+			n++
+		}
+	}
+	return n == to-from+1
 }
 
 func (f *sumFSM) state() (uint64, int) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 
 	"go.etcd.io/raft/v3/raftpb"
 )
@@ -124,6 +125,17 @@ func (d *Disk) WriteSnapshot(meta raftpb.SnapshotMetadata, write func(io.Writer)
 // the goroutine that calls Save.
 func (d *Disk) MarkSnapshot(meta raftpb.SnapshotMetadata) error {
 	return d.wal.SaveSnapshot(WALSnapshot{Index: meta.Index, Term: meta.Term})
+}
+
+// OpenSnapshot returns a reader of the data of the snapshot file of meta;
+// the caller closes it. A file being purged meanwhile stays readable.
+func (d *Disk) OpenSnapshot(meta raftpb.SnapshotMetadata) (io.ReadCloser, error) {
+	m := WALSnapshot{Index: meta.Index, Term: meta.Term}
+	snap, err := readSnapshot(filepath.Join(d.snaps.dir, snapName(m)), m)
+	if err != nil {
+		return nil, fmt.Errorf("storage: open snapshot %d: %w", meta.Index, err)
+	}
+	return snap.Open()
 }
 
 // Compact removes snapshots beyond the newest retain and the WAL segments

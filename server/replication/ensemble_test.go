@@ -1,0 +1,319 @@
+package replication
+
+import (
+	"encoding/binary"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"go.etcd.io/raft/v3/raftpb"
+)
+
+// router is an in-memory Transport between the nodes of a test ensemble.
+// Each node gets a queue and a goroutine that steps its messages in, so a
+// sender never waits for a receiver; a full queue drops, as a network
+// would. Links can be cut.
+type router struct {
+	t     *testing.T
+	mu    sync.Mutex
+	nodes map[uint64]*Node
+	queue map[uint64]chan raftpb.Message
+	cut   map[[2]uint64]bool
+	wg    sync.WaitGroup
+	stop  chan struct{}
+}
+
+func newRouter(t *testing.T) *router {
+	r := &router{t: t, nodes: map[uint64]*Node{}, queue: map[uint64]chan raftpb.Message{},
+		cut: map[[2]uint64]bool{}, stop: make(chan struct{})}
+	t.Cleanup(func() { close(r.stop); r.wg.Wait() })
+	return r
+}
+
+// from returns the Transport of member id.
+func (r *router) from(id uint64) Transport { return routerSender{r, id} }
+
+type routerSender struct {
+	r  *router
+	id uint64
+}
+
+func (s routerSender) Send(msgs []raftpb.Message) {
+	r := s.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, m := range msgs {
+		q, ok := r.queue[m.To]
+		if !ok || r.cut[[2]uint64{s.id, m.To}] {
+			if n := r.nodes[s.id]; n != nil {
+				if m.Type == raftpb.MsgSnap {
+					n.ReportSnapshot(m.To, true)
+				} else {
+					n.ReportUnreachable(m.To)
+				}
+			}
+			continue
+		}
+		select {
+		case q <- m:
+		default:
+		}
+		if m.Type == raftpb.MsgSnap {
+			if n := r.nodes[s.id]; n != nil {
+				go n.ReportSnapshot(m.To, false)
+			}
+		}
+	}
+}
+
+// attach makes n reachable as member id.
+func (r *router) attach(id uint64, n *Node) {
+	q := make(chan raftpb.Message, 4096)
+	r.mu.Lock()
+	r.nodes[id], r.queue[id] = n, q
+	r.mu.Unlock()
+	r.wg.Go(func() {
+		for {
+			select {
+			case m := <-q:
+				n.Step(m)
+			case <-n.Done():
+				return
+			case <-r.stop:
+				return
+			}
+		}
+	})
+}
+
+// detach makes member id unreachable, as if its process were gone.
+func (r *router) detach(id uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.nodes, id)
+	delete(r.queue, id)
+}
+
+// isolate cuts every link to and from member id, or heals them.
+func (r *router) isolate(id uint64, ids []uint64, cut bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, o := range ids {
+		if o != id {
+			r.cut[[2]uint64{id, o}], r.cut[[2]uint64{o, id}] = cut, cut
+		}
+	}
+}
+
+type member struct {
+	id  uint64
+	st  *memStorage
+	fsm *sumFSM
+	n   *Node
+}
+
+// startEnsemble starts voters 1..voters and learners after them.
+func startEnsemble(t *testing.T, r *router, voters, learners int, snapCount uint64) []*member {
+	t.Helper()
+	var vs, ls []uint64
+	for i := 1; i <= voters; i++ {
+		vs = append(vs, uint64(i))
+	}
+	for i := voters + 1; i <= voters+learners; i++ {
+		ls = append(ls, uint64(i))
+	}
+	var ms []*member
+	for _, id := range slices.Concat(vs, ls) {
+		m := &member{id: id, st: &memStorage{}, fsm: &sumFSM{}}
+		m.n = startMember(t, r, m, vs, ls, snapCount)
+		ms = append(ms, m)
+	}
+	return ms
+}
+
+func startMember(t *testing.T, r *router, m *member, vs, ls []uint64, snapCount uint64) *Node {
+	t.Helper()
+	n, err := Start(Config{ID: m.id, Voters: vs, Learners: ls, Transport: r.from(m.id),
+		TickInterval: 10 * time.Millisecond, ElectionTicks: 10, HeartbeatTicks: 1,
+		SnapCount: snapCount, Storage: m.st, FSM: m.fsm})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.attach(m.id, n)
+	t.Cleanup(n.Stop)
+	return n
+}
+
+// leaderOf waits until the running members agree on one leader, and
+// returns it.
+func leaderOf(t *testing.T, ms []*member) *member {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		var lead uint64
+		agree := true
+		for _, m := range ms {
+			l := m.n.Leader()
+			if lead == 0 {
+				lead = l
+			}
+			agree = agree && l != 0 && l == lead
+		}
+		if agree {
+			for _, m := range ms {
+				if m.id == lead {
+					return m
+				}
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatal("no leader agreed on within 10s")
+	return nil
+}
+
+// proposeAll proposes values from..to through member m, proposing again
+// those raft drops (while a leader is being elected), and returns once m
+// has applied them all: each proposal is either dropped or applied.
+func proposeAll(t *testing.T, m *member, from, to uint64) {
+	t.Helper()
+	dropped := make(chan uint64, to-from+1)
+	propose := func(v uint64) {
+		m.n.Propose(binary.BigEndian.AppendUint64(nil, v), func(error) { dropped <- v })
+	}
+	for v := from; v <= to; v++ {
+		propose(v)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for !m.fsm.appliedAll(from, to) {
+		if time.Now().After(deadline) {
+			t.Fatalf("member %d has not applied all of %d..%d after 15s", m.id, from, to)
+		}
+		select {
+		case v := <-dropped:
+			time.Sleep(5 * time.Millisecond)
+			propose(v)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// awaitApplied waits until every member has applied count values adding
+// up to sum.
+func awaitApplied(t *testing.T, ms []*member, sum uint64, count int) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for _, m := range ms {
+		for {
+			s, n := m.fsm.state()
+			if s == sum {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("member %d applied %d values adding up to %d, want %d values adding up to %d", m.id, n, s, count, sum)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+}
+
+func sumTo(from, to uint64) uint64 { return (to*(to+1) - (from-1)*from) / 2 }
+
+// Three voters and a learner: proposals made on any member, followers
+// and the learner included, are applied by all in the same order; the
+// learner never leads.
+func TestEnsembleReplicates(t *testing.T) {
+	r := newRouter(t)
+	ms := startEnsemble(t, r, 3, 1, 0)
+	lead := leaderOf(t, ms)
+	if lead.id == 4 {
+		t.Fatal("the learner was elected")
+	}
+	for i, m := range ms {
+		from := uint64(i*50 + 1)
+		proposeAll(t, m, from, from+49)
+	}
+	awaitApplied(t, ms, sumTo(1, 200), 200)
+	order := func(m *member) []uint64 {
+		m.fsm.mu.Lock()
+		defer m.fsm.mu.Unlock()
+		return slices.Clone(m.fsm.applied)
+	}
+	want := order(ms[0])
+	for _, m := range ms[1:] {
+		if got := order(m); !slices.Equal(got, want) {
+			t.Fatalf("member %d applied %v, member 1 %v", m.id, got, want)
+		}
+	}
+}
+
+// When the leader goes, the two other voters elect a new one and go on
+// committing; the old leader, back with its storage, catches up.
+func TestEnsembleLeaderLoss(t *testing.T) {
+	r := newRouter(t)
+	ms := startEnsemble(t, r, 3, 0, 0)
+	old := leaderOf(t, ms)
+	proposeAll(t, old, 1, 20)
+	awaitApplied(t, ms, sumTo(1, 20), 20)
+
+	r.detach(old.id)
+	old.n.Stop()
+	var rest []*member
+	for _, m := range ms {
+		if m != old {
+			rest = append(rest, m)
+		}
+	}
+	lead := leaderOf(t, rest)
+	if lead.id == old.id {
+		t.Fatal("the stopped leader is still leader")
+	}
+	proposeAll(t, rest[0], 21, 40)
+	awaitApplied(t, rest, sumTo(1, 40), 40)
+
+	// The old leader restarts from what it had stored.
+	vs := []uint64{1, 2, 3}
+	old.fsm = &sumFSM{}
+	old.n = startMember(t, r, old, vs, nil, 0)
+	awaitApplied(t, ms, sumTo(1, 40), 40)
+}
+
+// A member cut off while the others moved on past their in-memory log
+// catches up by snapshot.
+func TestEnsembleSnapshotCatchUp(t *testing.T) {
+	r := newRouter(t)
+	ms := startEnsemble(t, r, 3, 0, 50)
+	lead := leaderOf(t, ms)
+	var lagging *member
+	for _, m := range ms {
+		if m != lead {
+			lagging = m
+			break
+		}
+	}
+	ids := []uint64{1, 2, 3}
+	r.isolate(lagging.id, ids, true)
+	var others []*member
+	for _, m := range ms {
+		if m != lagging {
+			others = append(others, m)
+		}
+	}
+	proposeAll(t, lead, 1, 600)
+	awaitApplied(t, others, sumTo(1, 600), 600)
+	// The leader's in-memory log no longer reaches back to the lagging
+	// member's last entry.
+	first, err := lead.n.mem.FirstIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last, _ := lagging.st.lastIndex(); first <= last+1 {
+		t.Fatalf("leader's log starts at %d, lagging member has up to %d: no snapshot needed", first, last)
+	}
+	r.isolate(lagging.id, ids, false)
+	awaitApplied(t, ms, sumTo(1, 600), 600)
+	if lagging.st.snapIndex() == 0 {
+		t.Fatal("the lagging member caught up without a snapshot")
+	}
+}

@@ -1,0 +1,49 @@
+package storage_test
+
+import (
+	"bytes"
+	"io"
+	"path/filepath"
+	"testing"
+
+	"github.com/collie-io/collie/server/storage"
+	"go.etcd.io/raft/v3/raftpb"
+)
+
+// A snapshot written and marked through a Disk can be opened again by its
+// metadata, for sending it to another member; another term cannot.
+func TestDiskOpenSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	d, err := storage.OpenDisk(filepath.Join(dir, "wal"), filepath.Join(dir, "snap"), 3, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if _, _, err := d.ReadLog(); err != nil {
+		t.Fatal(err)
+	}
+	ents := []raftpb.Entry{{Index: 1, Term: 1}, {Index: 2, Term: 1}}
+	if err := d.Save(raftpb.HardState{Term: 1, Commit: 2}, ents); err != nil {
+		t.Fatal(err)
+	}
+	meta := raftpb.SnapshotMetadata{Index: 2, Term: 1, ConfState: raftpb.ConfState{Voters: []uint64{1, 2, 3}}}
+	data := bytes.Repeat([]byte("state "), 10000)
+	if _, err := d.WriteSnapshot(meta, func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.MarkSnapshot(meta); err != nil {
+		t.Fatal(err)
+	}
+	r, err := d.OpenSnapshot(meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(r)
+	r.Close()
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read %d bytes, %v; want the %d written", len(got), err, len(data))
+	}
+	if _, err := d.OpenSnapshot(raftpb.SnapshotMetadata{Index: 2, Term: 2}); err == nil {
+		t.Fatal("opened a snapshot at a term that was never written")
+	}
+}
