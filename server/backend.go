@@ -46,12 +46,12 @@ func (s *Server) OpenSession(ctx context.Context, c *conn.Conn, requested time.D
 		return 0, nil, 0, ctx.Err()
 	}
 	s.log.Debug("session opened", "session", session.ID(id), "timeout", timeout)
-	return id, session.Password(s.secret, session.ID(id)), timeout, nil
+	return id, session.Password(s.sessionSecret(), session.ID(id)), timeout, nil
 }
 
 // ResumeSession reattaches a session after a reconnect.
 func (s *Server) ResumeSession(ctx context.Context, c *conn.Conn, id int64, passwd []byte, requested time.Duration) (time.Duration, bool) {
-	if !session.CheckPassword(s.secret, session.ID(id), passwd) {
+	if !session.CheckPassword(s.sessionSecret(), session.ID(id), passwd) {
 		return 0, false
 	}
 	s.mu.RLock()

@@ -35,8 +35,13 @@ type Server struct {
 	cfg     config.Config
 	log     *slog.Logger
 	id      uint64
-	secret  []byte
 	started time.Time
+	// legacySecret is the session secret an older server kept in the data
+	// directory, or nil; secretSet is closed once the replicated secret is
+	// set.
+	legacySecret []byte
+	secretSet    chan struct{}
+	secretOnce   sync.Once
 
 	// mu guards fsm. The raft goroutine writes; connections read.
 	mu  sync.RWMutex
@@ -98,6 +103,7 @@ func New(cfg config.Config, logger *slog.Logger) (*Server, error) {
 		waiters:   make(map[uint64]func(fsm.Result)),
 		lnReady:   make(chan struct{}),
 		closing:   make(chan struct{}),
+		secretSet: make(chan struct{}),
 	}
 	s.tracker = session.NewTracker(cfg.TickTime, s.started)
 	s.ids = session.NewGenerator(cfg.ServerID, s.started)
@@ -106,11 +112,13 @@ func New(cfg config.Config, logger *slog.Logger) (*Server, error) {
 			return nil, fmt.Errorf("server: create data directory: %w", err)
 		}
 	}
-	secret, err := loadSecret(filepath.Join(cfg.DataDir, "secret"))
+	// Servers before the secret was replicated kept it in this file: it
+	// is proposed as the replicated one, so their sessions stay valid.
+	legacy, err := readLegacySecret(filepath.Join(cfg.DataDir, "secret"))
 	if err != nil {
 		return nil, err
 	}
-	s.secret = secret
+	s.legacySecret = legacy
 	disk, err := storage.OpenDisk(filepath.Join(cfg.DataLogDir, "wal"), filepath.Join(cfg.DataDir, "snap"), cfg.AutopurgeSnapRetainCount, cfg.PreAllocSize, logger)
 	if err != nil {
 		return nil, fmt.Errorf("server: open storage: %w", err)
@@ -142,57 +150,51 @@ func New(cfg config.Config, logger *slog.Logger) (*Server, error) {
 	return s, nil
 }
 
-// loadSecret reads the secret that session passwords are derived from,
-// creating it on first start. It must not change while sessions live, so
-// it is kept beside the data and made durable before first use.
-func loadSecret(path string) ([]byte, error) {
+// readLegacySecret reads the session secret that servers before the
+// replicated one kept in the data directory; nil when there is none.
+func readLegacySecret(path string) ([]byte, error) {
 	b, err := os.ReadFile(path)
 	switch {
-	case err == nil && len(b) == secretLen:
+	case err == nil && len(b) == fsm.SecretLen:
 		return b, nil
 	case err == nil:
 		return nil, fmt.Errorf("server: session secret %s is damaged (%d bytes): remove it to start with a new one; open sessions will then have to start over", path, len(b))
 	case !errors.Is(err, os.ErrNotExist):
 		return nil, fmt.Errorf("server: read session secret: %w", err)
 	}
-	b = make([]byte, secretLen)
-	rand.Read(b)
-	if err := writeFileSync(path, b); err != nil {
-		return nil, fmt.Errorf("server: write session secret: %w", err)
-	}
-	return b, nil
+	return nil, nil
 }
 
-const secretLen = 32
+// sessionSecret returns the replicated secret session passwords are
+// derived from. Clients are served only once it is set.
+func (s *Server) sessionSecret() []byte {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.fsm.Secret()
+}
 
-// writeFileSync writes a file so that a crash leaves either no file or the
-// whole of it: temporary file, fsync, rename, fsync of the directory.
-func writeFileSync(path string, b []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
+// ensureSecret waits until the replicated session secret is set, proposing
+// it first when this server leads and none is.
+func (s *Server) ensureSecret(ctx context.Context) error {
+	if s.sessionSecret() != nil {
+		return nil
 	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
+	if s.node.IsLeader() {
+		secret := s.legacySecret
+		if secret == nil {
+			secret = make([]byte, fsm.SecretLen)
+			rand.Read(secret)
+		}
+		s.propose(&fsm.Entry{Type: fsm.EntrySetSecret, Body: secret}, nil)
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
+	select {
+	case <-s.secretSet:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.node.Done():
+		return fmt.Errorf("raft stopped: %w", s.node.Err())
 	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	dir, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	defer dir.Close()
-	return dir.Sync()
 }
 
 // Addr returns the client listener's address once Run has started
@@ -214,6 +216,9 @@ func (s *Server) Ready() <-chan struct{} { return s.lnReady }
 func (s *Server) Run(ctx context.Context) error {
 	if err := s.node.WaitLeader(ctx); err != nil {
 		return fmt.Errorf("server: wait for leadership: %w", err)
+	}
+	if err := s.ensureSecret(ctx); err != nil {
+		return fmt.Errorf("server: set the session secret: %w", err)
 	}
 	if err := s.startAdmin(); err != nil {
 		return err
@@ -416,7 +421,11 @@ func (sm *stateMachine) Apply(ents []raftpb.Entry) {
 			}
 		}
 	}
+	secretSet := s.fsm.Secret() != nil
 	s.mu.Unlock()
+	if secretSet {
+		s.secretOnce.Do(func() { close(s.secretSet) })
+	}
 	if len(opened) > 0 || len(ended) > 0 {
 		now := time.Now()
 		s.smu.Lock()
@@ -483,5 +492,8 @@ func (sm *stateMachine) Restore(r io.Reader) error {
 	s.mu.Lock()
 	s.fsm = f
 	s.mu.Unlock()
+	if f.Secret() != nil {
+		s.secretOnce.Do(func() { close(s.secretSet) })
+	}
 	return nil
 }

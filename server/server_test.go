@@ -1,11 +1,14 @@
 package server_test
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +20,8 @@ import (
 	"github.com/collie-io/collie/proto"
 	"github.com/collie-io/collie/server"
 	"github.com/collie-io/collie/server/config"
+	"github.com/collie-io/collie/server/fsm"
+	"github.com/collie-io/collie/server/session"
 )
 
 func connect(t *testing.T, addr string) (*zk.Conn, <-chan zk.Event) {
@@ -468,5 +473,30 @@ func TestStatResetKeepsServing(t *testing.T) {
 	out, _ = srv.Server().FourLetter("srvr")
 	if !strings.Contains(out, "Received: 1") && !strings.Contains(out, "Received: 2") {
 		t.Fatalf("srvr after srst and one request counts from zero again:\n%s", out)
+	}
+}
+
+// A data directory from before the session secret was replicated keeps
+// its secret: the sessions its server handed out stay valid.
+func TestLegacySessionSecretIsAdopted(t *testing.T) {
+	cfg := collietest.Config(t)
+	legacy := bytes.Repeat([]byte{0x5a}, fsm.SecretLen)
+	if err := os.WriteFile(filepath.Join(cfg.DataDir, "secret"), legacy, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := collietest.StartConfig(t, cfg)
+	rc := dialRaw(t, srv.Addr(), 10000)
+	if want := session.Password(legacy, session.ID(rc.Session)); !bytes.Equal(rc.Passwd, want) {
+		t.Fatalf("password %x, want %x from the secret file", rc.Passwd, want)
+	}
+	// A password made from another secret is refused.
+	forged := session.Password(bytes.Repeat([]byte{1}, fsm.SecretLen), session.ID(rc.Session))
+	c, err := zkwire.Handshake(srv.Addr(), &proto.ConnectRequest{TimeOut: 10000, SessionID: rc.Session, Passwd: forged})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.TimeOut > 0 {
+		t.Fatal("a forged password was accepted")
 	}
 }

@@ -25,7 +25,15 @@ const (
 	// EntryDeleteContainer deletes an empty container or an expired TTL
 	// node, if it still is one when applied.
 	EntryDeleteContainer EntryType = 4
+	// EntrySetSecret sets the secret that session passwords are derived
+	// from (Body), unless one is set: every server of an ensemble must
+	// check the passwords the others hand out, so the secret is part of
+	// the replicated state. The first leader proposes it.
+	EntrySetSecret EntryType = 5
 )
+
+// SecretLen is the length of the session secret.
+const SecretLen = 32
 
 // entryVersion is the format of entries this code writes and reads.
 const entryVersion = 1
@@ -62,8 +70,8 @@ type Entry struct {
 	Op proto.OpCode
 	// Auth is the session's identities at the time of the request.
 	Auth []proto.ID
-	// Body is the request record, jute-encoded (EntryRequest), or the path
-	// (EntryDeleteContainer).
+	// Body is the request record, jute-encoded (EntryRequest), the path
+	// (EntryDeleteContainer), or the secret (EntrySetSecret).
 	Body []byte
 }
 
@@ -99,7 +107,7 @@ func UnmarshalEntry(b []byte) (*Entry, error) {
 	}
 	e := &Entry{Type: EntryType(b[1])}
 	switch e.Type {
-	case EntryCreateSession, EntryCloseSession, EntryRequest, EntryDeleteContainer:
+	case EntryCreateSession, EntryCloseSession, EntryRequest, EntryDeleteContainer, EntrySetSecret:
 	default:
 		return nil, fmt.Errorf("%w: type %d", ErrUnknownEntry, b[1])
 	}

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"strings"
@@ -69,6 +70,9 @@ type FSM struct {
 	// for every entry that carried a transaction.
 	applied  uint64
 	lastZxid int64
+	// secret is what session passwords are derived from; nil until the
+	// first EntrySetSecret.
+	secret []byte
 }
 
 // New returns an empty state machine.
@@ -93,6 +97,9 @@ func (f *FSM) Session(id int64) (Session, bool) {
 	}
 	return *s, true
 }
+
+// Secret returns the session secret, or nil while none is set.
+func (f *FSM) Secret() []byte { return f.secret }
 
 // Sessions returns every open session, sorted by id.
 func (f *FSM) Sessions() []Session {
@@ -143,6 +150,13 @@ func (f *FSM) Apply(index uint64, e *Entry) Result {
 		}
 	case EntryDeleteContainer:
 		res.Err, res.Events = f.deleteContainer(string(e.Body), zxid, e.Time)
+	case EntrySetSecret:
+		// The first secret stays: sessions already hold passwords made
+		// from it. A secret of the wrong length is refused the same way
+		// everywhere.
+		if f.secret == nil && len(e.Body) == SecretLen {
+			f.secret = bytes.Clone(e.Body)
+		}
 	case EntryRequest:
 		f.applyRequest(e, zxid, &res)
 	default:

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -14,8 +15,9 @@ import (
 // Snapshot format (jute encoding throughout):
 //
 //	magic    "CLSN" (4 bytes)
-//	version  int (2)
+//	version  int (3; 2 is read too, and lacks the secret)
 //	applied  long, lastZxid long
+//	secret   buffer (-1 when none is set)
 //	sessions int count, then per session: id long, timeout int, owner long
 //	nodes    int count, then per node, parents before children:
 //	         path, data buffer, acl int (see below),
@@ -31,7 +33,10 @@ import (
 // parent precedes its children, not necessarily sorted.
 const (
 	snapMagic   = "CLSN"
-	snapVersion = 2
+	snapVersion = 3
+	// snapVersionNoSecret is the format before the session secret was
+	// replicated; it is still read.
+	snapVersionNoSecret = 2
 )
 
 // ErrBadSnapshot is returned by Restore for a snapshot it cannot read.
@@ -50,6 +55,7 @@ type SnapshotJob struct {
 	f        *FSM
 	applied  uint64
 	lastZxid int64
+	secret   []byte
 	sessions []Session
 	cut      *tree.Cut
 }
@@ -59,7 +65,7 @@ type SnapshotJob struct {
 // EndSnapshot, Apply keeps the frozen state of what it changes, so the
 // job's Write can run beside it.
 func (f *FSM) BeginSnapshot() *SnapshotJob {
-	return &SnapshotJob{f: f, applied: f.applied, lastZxid: f.lastZxid, sessions: f.Sessions(), cut: f.tree.Freeze()}
+	return &SnapshotJob{f: f, applied: f.applied, lastZxid: f.lastZxid, secret: f.secret, sessions: f.Sessions(), cut: f.tree.Freeze()}
 }
 
 // EndSnapshot ends the freeze of BeginSnapshot. It needs exclusive access.
@@ -79,6 +85,7 @@ func (j *SnapshotJob) Write(w io.Writer, lock, unlock func()) error {
 	e.Int(snapVersion)
 	e.Long(int64(j.applied))
 	e.Long(j.lastZxid)
+	e.Buffer(j.secret)
 	e.Int(int32(len(j.sessions)))
 	for _, s := range j.sessions {
 		e.Long(s.ID)
@@ -160,12 +167,22 @@ func restore(opts Options, r *snapReader) (*FSM, error) {
 	if magic := r.bytes(len(snapMagic)); r.err != nil || string(magic) != snapMagic {
 		return nil, errors.New("no magic")
 	}
-	if v := r.int(); v != snapVersion {
-		return nil, fmt.Errorf("format version %d; this Collie reads version %d", v, snapVersion)
+	v := r.int()
+	if v != snapVersion && v != snapVersionNoSecret {
+		return nil, fmt.Errorf("format version %d; this Collie reads versions %d and %d", v, snapVersionNoSecret, snapVersion)
 	}
 	f := New(opts)
 	f.applied = uint64(r.long())
 	f.lastZxid = r.long()
+	if v == snapVersion {
+		var scratch slabs
+		if secret := r.buffer(&scratch); secret != nil {
+			if len(secret) != SecretLen {
+				return nil, fmt.Errorf("session secret of %d bytes", len(secret))
+			}
+			f.secret = bytes.Clone(secret)
+		}
+	}
 	ns := r.count()
 	for range ns {
 		s := &Session{ID: r.long(), Timeout: r.int(), Owner: uint64(r.long())}

@@ -150,3 +150,51 @@ func FuzzRestore(f *testing.F) {
 		}
 	})
 }
+
+// The session secret is set once, by the first valid EntrySetSecret, and
+// kept by snapshots; a snapshot of the format before it restores with no
+// secret.
+func TestSecret(t *testing.T) {
+	h := &harness{f: New(Options{})}
+	if h.f.Secret() != nil {
+		t.Fatal("a new state machine has a secret")
+	}
+	h.apply(t, &Entry{Type: EntrySetSecret, Body: []byte("too short")})
+	if h.f.Secret() != nil {
+		t.Fatalf("a secret of 9 bytes was taken: %x", h.f.Secret())
+	}
+	first := bytes.Repeat([]byte{1}, SecretLen)
+	h.apply(t, &Entry{Type: EntrySetSecret, Body: first})
+	h.apply(t, &Entry{Type: EntrySetSecret, Body: bytes.Repeat([]byte{2}, SecretLen)})
+	if !bytes.Equal(h.f.Secret(), first) {
+		t.Fatalf("secret %x, want the first one set, %x", h.f.Secret(), first)
+	}
+	var buf bytes.Buffer
+	if err := h.f.Save(&buf); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Restore(h.f.opts, bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(f.Secret(), first) {
+		t.Fatalf("secret after restore %x, want %x", f.Secret(), first)
+	}
+
+	// Format 2: the same header without the secret's buffer.
+	none := New(Options{})
+	buf.Reset()
+	if err := none.Save(&buf); err != nil {
+		t.Fatal(err)
+	}
+	snap := buf.Bytes()
+	const secretAt = 4 + 4 + 8 + 8 // magic, version, applied, lastZxid
+	v2 := slices.Concat(snap[:4], []byte{0, 0, 0, 2}, snap[8:secretAt], snap[secretAt+4:])
+	f, err = Restore(none.opts, bytes.NewReader(v2))
+	if err != nil {
+		t.Fatalf("format 2 snapshot: %v", err)
+	}
+	if f.Secret() != nil {
+		t.Fatalf("format 2 snapshot restored with secret %x", f.Secret())
+	}
+}
