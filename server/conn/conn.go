@@ -497,6 +497,15 @@ func (c *Conn) process() {
 }
 
 func (c *Conn) reply(it *item) {
+	if it.reply.Err == proto.ErrConnectionLoss {
+		// ZooKeeper never answers with this code: a request whose outcome
+		// the server cannot know (its proposal was lost with a leader)
+		// ends the connection, and the client, which keeps its session,
+		// learns it the only way ZooKeeper clients do.
+		c.log.Debug("closing connection: outcome of a request unknown", "session", sessionHex(c.session), "xid", it.xid)
+		c.Close()
+		return
+	}
 	if it.op == proto.OpCheck && it.reply.Err == proto.OK {
 		// ZooKeeper cannot answer a successful check sent outside a multi
 		// (it has no Stat to return) and drops the connection; clients

@@ -14,6 +14,10 @@ import (
 
 // echoBackend answers everything at once and records what reached it.
 type echoBackend struct {
+	// lose, if set, answers every write with ErrConnectionLoss, as a
+	// server whose proposal was lost with its leader.
+	lose bool
+
 	mu     sync.Mutex
 	writes int
 	locals int
@@ -30,6 +34,10 @@ func (b *echoBackend) Write(c *Conn, op proto.OpCode, body []byte, auth []proto.
 	b.mu.Lock()
 	b.writes++
 	b.mu.Unlock()
+	if b.lose {
+		done(Reply{Zxid: 7, Err: proto.ErrConnectionLoss})
+		return
+	}
 	done(Reply{Zxid: 8, Close: op == proto.OpCloseSession})
 }
 func (b *echoBackend) Local(ctx context.Context, c *Conn, op proto.OpCode, req proto.Record, auth []proto.ID, send func(Reply)) {
@@ -66,10 +74,15 @@ func serve(t testing.TB, input []byte) []byte { return serveFor(t, input, 50*tim
 
 // serveFor is serve with the time the client stays connected.
 func serveFor(t testing.TB, input []byte, linger time.Duration) []byte {
+	return serveWith(t, &echoBackend{}, input, linger)
+}
+
+// serveWith is serveFor with a backend of the test's.
+func serveWith(t testing.TB, b Backend, input []byte, linger time.Duration) []byte {
 	client, server := net.Pipe()
 	done := make(chan struct{})
 	go func() {
-		Serve(context.Background(), server, &echoBackend{}, Config{MaxBuffer: 4096, HandshakeTimeout: time.Second})
+		Serve(context.Background(), server, b, Config{MaxBuffer: 4096, HandshakeTimeout: time.Second})
 		close(done)
 	}()
 	var out []byte
@@ -128,6 +141,20 @@ func TestPipelineAnswersInOrder(t *testing.T) {
 	}
 	if codes[2] != proto.ErrUnimplemented {
 		t.Fatalf("unknown opcode answered %v", codes[2])
+	}
+}
+
+// A write whose outcome the server cannot know ends the connection, with
+// no answer to it or to what follows: ZooKeeper clients learn of a
+// connection loss only by losing the connection.
+func TestConnectionLossClosesConnection(t *testing.T) {
+	in := connectFrame()
+	in = append(in, request(1, proto.OpSetData, &proto.SetDataRequest{Path: "/a", Version: -1})...)
+	in = append(in, request(2, proto.OpGetData, &proto.GetDataRequest{Path: "/a"})...)
+	out := serveWith(t, &echoBackend{lose: true}, in, 5*time.Second)
+	n := binary.BigEndian.Uint32(out)
+	if len(out) != int(4+n) {
+		t.Fatalf("got %d bytes after the connect response; want none", len(out)-int(4+n))
 	}
 }
 
