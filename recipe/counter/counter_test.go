@@ -1,0 +1,492 @@
+package counter_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/collie-io/collie/client"
+	"github.com/collie-io/collie/collietest"
+	"github.com/collie-io/collie/internal/zkref"
+	"github.com/collie-io/collie/recipe/counter"
+)
+
+// testTimeout bounds every wait of a test, so that a lost wakeup fails
+// rather than hangs.
+const testTimeout = 20 * time.Second
+
+// servers are the servers every scenario runs against: Collie, and the real
+// ZooKeeper 3.8 to show that the scenario's expectations are ZooKeeper's.
+var servers = []struct {
+	name  string
+	start func(t *testing.T) string
+}{
+	{"collie", func(t *testing.T) string { return collietest.Start(t).Addr() }},
+	{"zookeeper", func(t *testing.T) string {
+		zkref.Require(t, zkref.Available())
+		return zkref.Start(t, zkref.WithTickTime(100*time.Millisecond)).Addr()
+	}},
+}
+
+func TestCounter(t *testing.T) {
+	scenarios := []struct {
+		name string
+		run  func(t *testing.T, addr string)
+	}{
+		{"shared-count-try-set", testSharedTrySet},
+		{"shared-count-no-lost-increment", testSharedIncrements},
+		{"shared-count-watch", testSharedWatch},
+		{"atomic-long-no-lost-increment", testAtomicIncrements},
+		{"atomic-long-operations", testAtomicOperations},
+		{"atomic-long-bounded-retries", testAtomicRetries},
+		{"ids-unique", testIDs},
+		{"shared-with-curator", testCurator},
+	}
+	for _, srv := range servers {
+		t.Run("server="+srv.name, func(t *testing.T) {
+			addr := srv.start(t)
+			for _, sc := range scenarios {
+				t.Run(sc.name, func(t *testing.T) { sc.run(t, addr) })
+			}
+		})
+	}
+}
+
+// testSharedTrySet checks Curator's layout (4 big-endian bytes, created
+// with the seed) and that of two writers over one version, one wins and
+// the other is handed the winner's count.
+func testSharedTrySet(t *testing.T, addr string) {
+	ctx := testContext(t)
+	c1, c2 := dial(t, addr), dial(t, addr)
+	path := "/shared/try-set"
+	a, b := counter.NewSharedCount(c1, path, 7), counter.NewSharedCount(c2, path, 99)
+	start, err := a.Get(ctx)
+	if err != nil || start != (counter.Count{Value: 7, Version: 0}) {
+		t.Fatalf("Get = %+v, %v; want the seed 7 at version 0", start, err)
+	}
+	if data, _, err := c1.Get(ctx, path); err != nil || string(data) != "\x00\x00\x00\x07" {
+		t.Fatalf("node data %q, %v; want 4 big-endian bytes", data, err)
+	}
+	if got, err := b.Get(ctx); err != nil || got != start {
+		t.Fatalf("other client's Get = %+v, %v; want %+v (its seed unused)", got, err, start)
+	}
+
+	won, ok, err := a.TrySet(ctx, start, 8)
+	if err != nil || !ok || won != (counter.Count{Value: 8, Version: 1}) {
+		t.Fatalf("first TrySet = %+v, %t, %v", won, ok, err)
+	}
+	lost, ok, err := b.TrySet(ctx, start, -8)
+	if err != nil || ok || lost != won {
+		t.Fatalf("TrySet over a stale version = %+v, %t, %v; want false and %+v", lost, ok, err, won)
+	}
+	if got, ok, err := b.TrySet(ctx, lost, -1); err != nil || !ok || got.Value != -1 {
+		t.Fatalf("TrySet over the current version = %+v, %t, %v", got, ok, err)
+	}
+	if _, _, err := a.TrySet(ctx, counter.Count{Version: -1}, 0); !errors.Is(err, client.ErrBadArguments) {
+		t.Errorf("TrySet at version -1 = %v, want ErrBadArguments", err)
+	}
+	if got, err := a.Set(ctx, 42); err != nil || got.Value != 42 {
+		t.Errorf("Set = %+v, %v", got, err)
+	}
+	if got, err := a.Get(ctx); err != nil || got.Value != 42 {
+		t.Errorf("Get after Set = %+v, %v", got, err)
+	}
+}
+
+// testSharedIncrements has clients increment a shared count at once with
+// TrySet loops: no increment is lost.
+func testSharedIncrements(t *testing.T, addr string) {
+	const clients, each, seed = 4, 15, 100
+	ctx := testContext(t)
+	path := "/shared/increments"
+	concurrently(t, clients, func(c *client.Client) error {
+		sc := counter.NewSharedCount(c, path, seed)
+		cur, err := sc.Get(ctx)
+		for i := 0; i < each && err == nil; {
+			var ok bool
+			if cur, ok, err = sc.TrySet(ctx, cur, cur.Value+1); ok {
+				i++
+			}
+		}
+		return err
+	}, addr)
+	got, err := counter.NewSharedCount(dial(t, addr), path, 0).Get(ctx)
+	if err != nil || got.Value != seed+clients*each {
+		t.Errorf("count = %+v, %v; want %d", got, err, seed+clients*each)
+	}
+}
+
+// testSharedWatch watches a count that other clients change: the watcher
+// starts with the current value, sees each change, sees the last of a
+// burst, survives the node's deletion, and ends with its context.
+func testSharedWatch(t *testing.T, addr string) {
+	ctx := testContext(t)
+	path := "/shared/watch"
+	writerClient := dial(t, addr)
+	writer := counter.NewSharedCount(writerClient, path, 1)
+	if _, err := writer.Get(ctx); err != nil {
+		t.Fatal(err)
+	}
+	watchCtx, stop := context.WithCancel(ctx)
+	w := counter.NewSharedCount(dial(t, addr), path, -1).Watch(watchCtx)
+	awaitValue := func(want int32) {
+		t.Helper()
+		for {
+			cnt, ok := receiveOK(t, w.Values())
+			if !ok {
+				t.Fatalf("watch ended waiting for %d: %v", want, w.Err())
+			}
+			if cnt.Value == want {
+				return
+			}
+		}
+	}
+	awaitValue(1)
+	for v := int32(2); v <= 5; v++ {
+		if _, err := writer.Set(ctx, v); err != nil {
+			t.Fatal(err)
+		}
+		if cnt := receive(t, w.Values()); cnt.Value != v {
+			t.Fatalf("watcher saw %+v, want %d", cnt, v)
+		}
+	}
+	for v := int32(100); v < 120; v++ {
+		if _, err := writer.Set(ctx, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	awaitValue(119)
+	// A deleted count is created again with the watcher's seed.
+	if err := writerClient.Delete(ctx, path, client.AnyVersion); err != nil {
+		t.Fatal(err)
+	}
+	awaitValue(-1)
+	if w.Err() != nil {
+		t.Errorf("Err = %v while the watch runs", w.Err())
+	}
+	stop()
+	for range w.Values() {
+	}
+	if err := w.Err(); !errors.Is(err, context.Canceled) {
+		t.Errorf("Err = %v after the watch's context ended, want context.Canceled", err)
+	}
+}
+
+// testAtomicIncrements has clients increment one counter at once: every
+// increment returns a different value, and the final value is their
+// number.
+func testAtomicIncrements(t *testing.T, addr string) {
+	const clients, each = 4, 25
+	ctx := testContext(t)
+	path := "/atomic/increments"
+	var (
+		mu     sync.Mutex
+		values []int64
+	)
+	concurrently(t, clients, func(c *client.Client) error {
+		n := counter.NewAtomicLong(c, path, client.ExponentialBackoff(time.Millisecond, 50*time.Millisecond, client.Forever))
+		for range each {
+			v, err := n.Increment(ctx)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			values = append(values, v)
+			mu.Unlock()
+		}
+		return nil
+	}, addr)
+	slices.Sort(values)
+	for i, v := range values {
+		if v != int64(i+1) {
+			t.Fatalf("increments returned %v, want 1 to %d once each", values, clients*each)
+		}
+	}
+	c := dial(t, addr)
+	if got, err := counter.NewAtomicLong(c, path, nil).Get(ctx); err != nil || got != clients*each {
+		t.Errorf("value = %d, %v; want %d", got, err, clients*each)
+	}
+	if data, _, err := c.Get(ctx, path); err != nil || string(data) != "\x00\x00\x00\x00\x00\x00\x00\x64" {
+		t.Errorf("node data %q, %v; want 8 big-endian bytes", data, err)
+	}
+}
+
+// testAtomicOperations checks each operation's result, on a missing node
+// and on corrupt data.
+func testAtomicOperations(t *testing.T, addr string) {
+	ctx := testContext(t)
+	c := dial(t, addr)
+	n := counter.NewAtomicLong(c, "/atomic/ops/deeper", nil)
+	steps := []struct {
+		name string
+		do   func() (int64, error)
+		want int64
+	}{
+		{"Get missing", func() (int64, error) { return n.Get(ctx) }, 0},
+		{"Initialize", func() (int64, error) { ok, err := n.Initialize(ctx, 5); return boolInt(ok), err }, 1},
+		{"Initialize again", func() (int64, error) { ok, err := n.Initialize(ctx, 6); return boolInt(ok), err }, 0},
+		{"Add", func() (int64, error) { return n.Add(ctx, 10) }, 15},
+		{"Decrement", func() (int64, error) { return n.Decrement(ctx) }, 14},
+		{"CompareAndSet hit", func() (int64, error) { ok, err := n.CompareAndSet(ctx, 14, 1<<40); return boolInt(ok), err }, 1},
+		{"CompareAndSet miss", func() (int64, error) { ok, err := n.CompareAndSet(ctx, 14, 0); return boolInt(ok), err }, 0},
+		{"Get", func() (int64, error) { return n.Get(ctx) }, 1 << 40},
+		{"Set", func() (int64, error) { return 0, n.Set(ctx, -3) }, 0},
+		{"Get after Set", func() (int64, error) { return n.Get(ctx) }, -3},
+		{"Increment", func() (int64, error) { return n.Increment(ctx) }, -2},
+	}
+	for _, s := range steps {
+		if got, err := s.do(); err != nil || got != s.want {
+			t.Fatalf("%s = %d, %v; want %d", s.name, got, err, s.want)
+		}
+	}
+	missing := counter.NewAtomicLong(c, "/atomic/ops/missing", nil)
+	if ok, err := missing.CompareAndSet(ctx, 0, 9); err != nil || !ok {
+		t.Errorf("CompareAndSet(0, 9) on a missing counter = %t, %v; want it created", ok, err)
+	}
+	if _, err := c.Set(ctx, n.Path(), []byte{1, 2, 3}, client.AnyVersion); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.Increment(ctx); !errors.Is(err, counter.ErrCorrupt) {
+		t.Errorf("Increment of 3 bytes = %v, want ErrCorrupt", err)
+	}
+}
+
+// testAtomicRetries makes another client write between every read and
+// write of an update: it gives up when its policy says so, having written
+// nothing, and stops waiting when its context ends.
+func testAtomicRetries(t *testing.T, addr string) {
+	ctx := testContext(t)
+	path := "/atomic/retries"
+	rival := counter.NewAtomicLong(dial(t, addr), path, nil)
+	n := counter.NewAtomicLong(dial(t, addr), path, client.RetryNTimes(2, time.Millisecond))
+	if err := rival.Set(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	attempts := 0
+	counter.SetBeforeWrite(t, func(a *counter.AtomicLong) {
+		if a != n {
+			return
+		}
+		attempts++
+		if _, err := rival.Add(ctx, 1000); err != nil {
+			t.Error(err)
+		}
+	})
+	if _, err := n.Increment(ctx); !errors.Is(err, counter.ErrContention) {
+		t.Fatalf("Increment against a rival = %v, want ErrContention", err)
+	}
+	if attempts != 3 {
+		t.Errorf("%d attempts, want 3 (the first and 2 retries)", attempts)
+	}
+	counter.SetBeforeWrite(t, nil)
+	if got, err := rival.Get(ctx); err != nil || got != 3000 {
+		t.Errorf("value = %d, %v; want the rival's 3000 alone", got, err)
+	}
+
+	patient := counter.NewAtomicLong(dial(t, addr), path, client.RetryForever(time.Hour))
+	cancelCtx, cancel := context.WithCancel(ctx)
+	counter.SetBeforeWrite(t, func(a *counter.AtomicLong) {
+		if a != patient {
+			return
+		}
+		if _, err := rival.Add(ctx, 1); err != nil {
+			t.Error(err)
+		}
+		cancel()
+	})
+	if _, err := patient.Increment(cancelCtx); !errors.Is(err, context.Canceled) {
+		t.Errorf("Increment with its context ended during backoff = %v, want context.Canceled", err)
+	}
+}
+
+// testIDs draws ids of two prefixes from clients at once: all are unique,
+// each client's increase, and no node stays behind.
+func testIDs(t *testing.T, addr string) {
+	const clients, each = 4, 25
+	ctx := testContext(t)
+	path := "/ids/orders"
+	var (
+		mu  sync.Mutex
+		all = map[int64]bool{}
+	)
+	prefixes := []string{"order", "invoice"}
+	i := 0
+	concurrently(t, clients, func(c *client.Client) error {
+		mu.Lock()
+		ids := counter.NewIDs(c, path, prefixes[i%len(prefixes)])
+		i++
+		mu.Unlock()
+		var mine []int64
+		for range each {
+			id, err := ids.Next(ctx)
+			if err != nil {
+				return err
+			}
+			mine = append(mine, id)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !slices.IsSorted(mine) {
+			t.Errorf("ids of one client not increasing: %v", mine)
+		}
+		for _, id := range mine {
+			if all[id] {
+				t.Errorf("id %d handed out twice", id)
+			}
+			all[id] = true
+		}
+		return nil
+	}, addr)
+	if len(all) != clients*each {
+		t.Errorf("%d distinct ids, want %d", len(all), clients*each)
+	}
+	c := dial(t, addr)
+	if names, _, err := c.Children(ctx, path); err != nil || len(names) != 0 {
+		t.Errorf("children %v, %v; want none", names, err)
+	}
+	// The server's counter advances with each create, not with deletes.
+	fresh := counter.NewIDs(c, "/ids/fresh", "x")
+	for _, want := range []int64{0, 1, 2} {
+		if id, err := fresh.Next(ctx); err != nil || id != want {
+			t.Errorf("id %d, %v on a fresh path; want %d", id, err, want)
+		}
+	}
+	if _, err := counter.NewIDs(c, path, "a/b").Next(ctx); !errors.Is(err, client.ErrInvalidPath) {
+		t.Errorf("Next with a / in the prefix = %v, want ErrInvalidPath", err)
+	}
+}
+
+// testCurator shares counters with Curator's SharedCount and
+// DistributedAtomicLong, in a Java process: each side reads what the other
+// wrote, a Go watcher sees Curator's write, and increments made by both at
+// once are all counted.
+func testCurator(t *testing.T, addr string) {
+	ctx := testContext(t)
+	c := dial(t, addr)
+	const countPath, longPath, increments = "/curator/count", "/curator/long", 50
+	if _, err := counter.NewSharedCount(c, countPath, 0).Set(ctx, 41); err != nil {
+		t.Fatal(err)
+	}
+	w := counter.NewSharedCount(dial(t, addr), countPath, 0).Watch(ctx)
+	if cnt := receive(t, w.Values()); cnt.Value != 41 {
+		t.Fatalf("watcher starts with %+v, want 41", cnt)
+	}
+	wait := startCurator(t, "CuratorCounter.java", addr, countPath, longPath, strconv.Itoa(increments))
+	if cnt := receive(t, w.Values()); cnt.Value != 42 {
+		t.Errorf("watcher saw %+v after Curator's trySetCount, want 42", cnt)
+	}
+	// Curator increments from now on: so does Go.
+	n := counter.NewAtomicLong(c, longPath, client.RetryForever(time.Millisecond))
+	for range increments {
+		if _, err := n.Increment(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{"count 41", "set 42", fmt.Sprintf("incremented %d", increments), "done"}
+	if lines := wait(); !slices.Equal(lines, want) {
+		t.Fatalf("Curator printed %q, want %q", lines, want)
+	}
+	if got, err := n.Get(ctx); err != nil || got != 2*increments {
+		t.Errorf("value = %d, %v; want %d from Go and as many from Curator", got, err, 2*increments)
+	}
+}
+
+// startCurator starts a Java program of testdata, built on Curator, with
+// args, and returns a function that waits for it to end and returns the
+// lines it printed.
+func startCurator(t *testing.T, program string, args ...string) (wait func() []string) {
+	t.Helper()
+	java, err := zkref.Java()
+	zkref.Require(t, err)
+	classpath, err := zkref.CuratorClasspath()
+	zkref.Require(t, err)
+	jvm := []string{"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-XX:-UsePerfData", "-Djava.io.tmpdir=" + t.TempDir(), "-cp", classpath}
+	cmd := exec.CommandContext(testContext(t), java, slices.Concat(jvm, []string{filepath.Join("testdata", program)}, args)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return func() []string {
+		t.Helper()
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("%s: %v; it printed:\n%s%s", program, err, stdout.Bytes(), stderr.Bytes())
+		}
+		return strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	}
+}
+
+// concurrently runs fn in n goroutines at once, each with a client of its
+// own, and fails the test with their errors.
+func concurrently(t *testing.T, n int, fn func(c *client.Client) error, addr string) {
+	t.Helper()
+	clients := make([]*client.Client, n)
+	for i := range clients {
+		clients[i] = dial(t, addr)
+	}
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for _, c := range clients {
+		wg.Go(func() { errs <- fn(c) })
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func dial(t *testing.T, addr string) *client.Client {
+	t.Helper()
+	c, err := client.Dial(testContext(t), addr, client.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func receive[T any](t *testing.T, ch <-chan T) T {
+	t.Helper()
+	v, ok := receiveOK(t, ch)
+	if !ok {
+		t.Fatal("channel closed")
+	}
+	return v
+}
+
+// receiveOK receives from ch, reporting false when it is closed.
+func receiveOK[T any](t *testing.T, ch <-chan T) (T, bool) {
+	t.Helper()
+	select {
+	case v, ok := <-ch:
+		return v, ok
+	case <-time.After(testTimeout):
+		t.Fatal("timed out waiting on a channel")
+		panic("unreachable")
+	}
+}
