@@ -102,6 +102,14 @@ func StartConfig(tb testing.TB, cfg config.Config) *Server {
 
 func (s *Server) start() {
 	s.tb.Helper()
+	s.launch()
+	s.awaitReady()
+}
+
+// launch creates the server and runs it, without waiting for it to serve:
+// the servers of an ensemble serve only once they have a leader.
+func (s *Server) launch() {
+	s.tb.Helper()
 	logger := slog.New(slog.NewTextHandler(s.tb.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	srv, err := server.New(s.cfg, logger)
 	if err != nil {
@@ -110,13 +118,18 @@ func (s *Server) start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.srv, s.cancel, s.done = srv, cancel, make(chan error, 1)
 	go func() { s.done <- srv.Run(ctx) }()
+}
+
+func (s *Server) awaitReady() {
+	s.tb.Helper()
 	select {
-	case <-srv.Ready():
+	case <-s.srv.Ready():
 	case err := <-s.done:
-		cancel()
+		s.cancel()
+		s.srv = nil
 		s.tb.Fatalf("collietest: server stopped before serving: %v", err)
 	case <-time.After(30 * time.Second):
-		cancel()
+		s.cancel()
 		s.tb.Fatalf("collietest: server not serving after 30s")
 	}
 }

@@ -82,6 +82,7 @@ func (s *Server) Touch(id int64) {
 	}
 	s.smu.Lock()
 	s.tracker.Touch(session.ID(id), time.Now())
+	s.noteTouch(session.ID(id))
 	s.smu.Unlock()
 }
 

@@ -185,7 +185,18 @@ func (s *Server) connections() []*conn.Conn {
 	return out
 }
 
-func (s *Server) mode() string { return "standalone" }
+// mode is the server's role as ZooKeeper names it in srvr and mntr.
+func (s *Server) mode() string {
+	switch {
+	case s.cfg.Standalone:
+		return "standalone"
+	case s.observer():
+		return "observer"
+	case s.node.IsLeader():
+		return "leader"
+	}
+	return "follower"
+}
 
 func (s *Server) srvr(withClients bool) string {
 	var b strings.Builder

@@ -8,10 +8,17 @@ import (
 )
 
 // expireSessions proposes the closing of every session whose timeout has
-// passed without activity, checking once per tick as ZooKeeper's tracker.
+// passed without activity, checking twice per tick as ZooKeeper's tracker.
+// Only the leader expires sessions; the other servers of an ensemble report
+// their sessions' activity to it instead. A server that becomes leader
+// gives every session a fresh timeout, as ZooKeeper's new leader does: it
+// has not seen their activity so far. When the leader changes, requests
+// still waiting for their entries end their connections (failWaiters).
 func (s *Server) expireSessions(ctx context.Context) {
 	t := time.NewTicker(s.cfg.TickTime / 2)
 	defer t.Stop()
+	leading := s.node.IsLeader()
+	leader := s.node.Leader()
 	for {
 		select {
 		case <-ctx.Done():
@@ -19,7 +26,22 @@ func (s *Server) expireSessions(ctx context.Context) {
 		case <-s.closing:
 			return
 		case now := <-t.C:
+			if l := s.node.Leader(); l != leader {
+				if leader != 0 {
+					s.failWaiters(leader)
+				}
+				leader = l
+			}
+			wasLeading := leading
+			leading = s.node.IsLeader()
+			if !leading {
+				s.reportTouches(leader)
+				continue
+			}
 			s.smu.Lock()
+			if !wasLeading {
+				s.tracker.ResetAll(now)
+			}
 			expired := s.tracker.Expired(now)
 			s.smu.Unlock()
 			for _, id := range expired {
@@ -46,6 +68,10 @@ func (s *Server) sweepContainers(ctx context.Context) {
 		case <-s.closing:
 			return
 		case now := <-t.C:
+			// The leader alone proposes the deletions, once each.
+			if !s.node.IsLeader() {
+				continue
+			}
 			s.mu.RLock()
 			candidates := s.fsm.Tree().Candidates(now.UnixMilli())
 			s.mu.RUnlock()

@@ -20,6 +20,7 @@ import (
 	"github.com/collie-io/collie/server/config"
 	"github.com/collie-io/collie/server/conn"
 	"github.com/collie-io/collie/server/fsm"
+	"github.com/collie-io/collie/server/peer"
 	"github.com/collie-io/collie/server/replication"
 	"github.com/collie-io/collie/server/session"
 	"github.com/collie-io/collie/server/storage"
@@ -62,6 +63,14 @@ type Server struct {
 	perIP     map[string]int
 	waiters   map[uint64]func(fsm.Result)
 	reqSeq    uint64
+	// touched are the sessions with activity since the last report to the
+	// leader (ensembles only).
+	touched map[session.ID]struct{}
+
+	// peers carries messages to the other servers of an ensemble; nil for
+	// a standalone server. transport is the same, as itself.
+	peers     appSender
+	transport *peer.Transport
 
 	ln      net.Listener
 	lnReady chan struct{}
@@ -80,12 +89,6 @@ func New(cfg config.Config, logger *slog.Logger) (*Server, error) {
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
-	}
-	// Until ensembles are served, a configuration that describes one must
-	// not quietly start a lone server that clients would take for the
-	// ensemble.
-	if !cfg.Standalone {
-		return nil, fmt.Errorf("server: the configuration lists an ensemble of %d servers; this Collie version serves standalone only: remove the server.N lines to run one server", len(cfg.Servers))
 	}
 	if cfg.DynamicConfigFile != "" {
 		return nil, fmt.Errorf("server: dynamicConfigFile %q is not supported: put the server.N lines in the main configuration file", cfg.DynamicConfigFile)
@@ -123,9 +126,19 @@ func New(cfg config.Config, logger *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: open storage: %w", err)
 	}
-	node, err := replication.Start(replication.Config{
+	var transport *peer.Transport
+	if !cfg.Standalone {
+		if transport, err = s.newTransport(); err != nil {
+			disk.Close()
+			return nil, err
+		}
+		s.peers = transport
+	}
+	voters, learners := s.membership()
+	rcfg := replication.Config{
 		ID:             s.id,
-		Voters:         []uint64{s.id},
+		Voters:         voters,
+		Learners:       learners,
 		TickInterval:   cfg.TickTime / 10,
 		ElectionTicks:  10,
 		HeartbeatTicks: 1,
@@ -133,12 +146,23 @@ func New(cfg config.Config, logger *slog.Logger) (*Server, error) {
 		Storage:        disk,
 		FSM:            (*stateMachine)(s),
 		Logger:         logger,
-	})
+	}
+	if transport != nil {
+		rcfg.Transport = transport
+	}
+	node, err := replication.Start(rcfg)
 	if err != nil {
 		disk.Close()
+		if transport != nil {
+			transport.Close()
+		}
 		return nil, fmt.Errorf("server: start raft: %w", err)
 	}
 	s.node = node
+	if transport != nil {
+		s.transport = transport
+		transport.Start()
+	}
 	// Sessions alive before a restart get a fresh full timeout to
 	// reconnect, as ZooKeeper gives them after a leader change.
 	now := time.Now()
@@ -214,8 +238,12 @@ func (s *Server) Ready() <-chan struct{} { return s.lnReady }
 // Run listens on the client port and serves until ctx ends or Shutdown is
 // called.
 func (s *Server) Run(ctx context.Context) error {
-	if err := s.node.WaitLeader(ctx); err != nil {
-		return fmt.Errorf("server: wait for leadership: %w", err)
+	if s.cfg.Standalone {
+		if err := s.node.WaitLeader(ctx); err != nil {
+			return fmt.Errorf("server: wait for leadership: %w", err)
+		}
+	} else if err := s.node.AwaitLeader(ctx); err != nil {
+		return fmt.Errorf("server: wait for a leader: %w", err)
 	}
 	if err := s.ensureSecret(ctx); err != nil {
 		return fmt.Errorf("server: set the session secret: %w", err)
@@ -331,6 +359,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	go func() {
 		s.wg.Wait()
 		s.node.Stop()
+		if s.transport != nil {
+			s.transport.Close()
+		}
 		close(done)
 	}()
 	select {

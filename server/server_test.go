@@ -18,7 +18,6 @@ import (
 	"github.com/collie-io/collie/collietest"
 	"github.com/collie-io/collie/internal/zkwire"
 	"github.com/collie-io/collie/proto"
-	"github.com/collie-io/collie/server"
 	"github.com/collie-io/collie/server/config"
 	"github.com/collie-io/collie/server/fsm"
 	"github.com/collie-io/collie/server/session"
@@ -441,16 +440,6 @@ func expectClosed(t *testing.T, c *zkwire.Conn) {
 	t.Helper()
 	if _, err := c.ExpectClosed(); err != nil {
 		t.Fatalf("connection not closed: %v", err)
-	}
-}
-
-func TestEnsembleConfigIsRefused(t *testing.T) {
-	cfg := collietest.Config(t)
-	cfg.Standalone = false
-	cfg.ServerID = 1
-	cfg.Servers = []config.Server{{ID: 1, Host: "127.0.0.1", PeerPort: 2888, ElectionPort: 3888}, {ID: 2, Host: "127.0.0.2", PeerPort: 2888, ElectionPort: 3888}}
-	if _, err := server.New(cfg, nil); err == nil || !strings.Contains(err.Error(), "serves standalone only") {
-		t.Fatalf("New with an ensemble configuration: %v", err)
 	}
 }
 

@@ -23,9 +23,10 @@
 //
 // In an ensemble the members are fixed by the configuration: Voters (the
 // leader and followers) and Learners (ZooKeeper's observers, which receive
-// the log and never vote). Every member starts as if from a snapshot at
-// index 1 holding that membership, so a fresh ensemble needs no bootstrap
-// step and learners are members from the first entry. Messages go out
+// the log and never vote). At its first start every member writes a
+// snapshot of the empty state at index 1 holding that membership, so a
+// fresh ensemble needs no bootstrap step and learners are members from the
+// first entry. Messages go out
 // through a Transport and come in through Step; the transport tells raft
 // of lost messages and finished snapshot transfers with ReportUnreachable
 // and ReportSnapshot. Proposals made on a follower or a learner are

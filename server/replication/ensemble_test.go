@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"context"
 	"encoding/binary"
 	"slices"
 	"sync"
@@ -226,6 +227,13 @@ func sumTo(from, to uint64) uint64 { return (to*(to+1) - (from-1)*from) / 2 }
 func TestEnsembleReplicates(t *testing.T) {
 	r := newRouter(t)
 	ms := startEnsemble(t, r, 3, 1, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, m := range ms {
+		if err := m.n.AwaitLeader(ctx); err != nil {
+			t.Fatalf("member %d: %v", m.id, err)
+		}
+	}
 	lead := leaderOf(t, ms)
 	if lead.id == 4 {
 		t.Fatal("the learner was elected")

@@ -113,6 +113,7 @@ type Node struct {
 	stopc   chan struct{}
 	donec   chan struct{}
 	leader  chan struct{} // closed once this node has been leader
+	known   chan struct{} // closed once this node has known a leader
 
 	// Owned by run.
 	applied      uint64
@@ -120,6 +121,7 @@ type Node struct {
 	pendingReads map[string]readRequest
 	readSeq      uint64
 	wasLeader    bool
+	knewLeader   bool
 	waiting      []waitingRead
 	// appliedBytes counts entry bytes applied since the log was last
 	// trimmed.
@@ -178,6 +180,7 @@ func Start(cfg Config) (*Node, error) {
 		stopc:        make(chan struct{}),
 		donec:        make(chan struct{}),
 		leader:       make(chan struct{}),
+		known:        make(chan struct{}),
 		pendingReads: make(map[string]readRequest),
 		snapc:        make(chan snapResult, 1),
 	}
@@ -209,18 +212,24 @@ func Start(cfg Config) (*Node, error) {
 	fresh := meta.Index == 0 && raft.IsEmptyHardState(st) && len(ents) == 0
 	ensemble := len(cfg.Voters) > 1 || len(cfg.Learners) > 0
 	if meta.Index == 0 && ensemble {
+		if !fresh {
+			return nil, errors.New("replication: the log was written by a server on its own; a member of an ensemble starts from an empty data directory")
+		}
 		// Every member starts from the same configuration, given to all by
-		// their zoo.cfg, as if from a snapshot at index 1: unlike raft's
-		// Bootstrap, that can name learners. It is not on disk, so it is
-		// set again at every start until a real snapshot replaces it.
+		// their zoo.cfg, in a snapshot of the empty state at index 1:
+		// unlike raft's Bootstrap, a snapshot can name learners. It is
+		// written like any other, so a restart and a member that needs it
+		// find it.
 		meta = raftpb.SnapshotMetadata{Index: 1, Term: 1, ConfState: raftpb.ConfState{
 			Voters: slices.Clone(cfg.Voters), Learners: slices.Clone(cfg.Learners)}}
-		if err := n.mem.ApplySnapshot(raftpb.Snapshot{Metadata: meta}); err != nil {
-			return nil, fmt.Errorf("replication: %w", err)
+		if _, err := cfg.Storage.WriteSnapshot(meta, cfg.FSM.BeginSnapshot()); err != nil {
+			return nil, fmt.Errorf("replication: write the initial snapshot: %w", err)
 		}
-		n.applied = meta.Index
-		n.conf = meta.ConfState
-	} else if meta.Index != 0 {
+		if err := cfg.Storage.MarkSnapshot(meta); err != nil {
+			return nil, fmt.Errorf("replication: write the initial snapshot: %w", err)
+		}
+	}
+	if meta.Index != 0 {
 		// The in-memory log keeps the snapshot's metadata only: the data
 		// can be hundreds of megabytes and is on disk.
 		if err := n.mem.ApplySnapshot(raftpb.Snapshot{Metadata: meta}); err != nil {
@@ -359,6 +368,19 @@ func (n *Node) Leader() uint64 {
 func (n *Node) WaitLeader(ctx context.Context) error {
 	select {
 	case <-n.leader:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-n.donec:
+		return n.Err()
+	}
+}
+
+// AwaitLeader blocks until this node knows of a leader, itself or another
+// member.
+func (n *Node) AwaitLeader(ctx context.Context) error {
+	select {
+	case <-n.known:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -528,6 +550,10 @@ func (n *Node) handleReady(rd raft.Ready) error {
 		n.mu.Lock()
 		n.state, n.lead = rd.SoftState.RaftState, rd.SoftState.Lead
 		n.mu.Unlock()
+		if rd.SoftState.Lead != raft.None && !n.knewLeader {
+			n.knewLeader = true
+			close(n.known)
+		}
 		if rd.SoftState.RaftState == raft.StateLeader && !n.wasLeader {
 			n.wasLeader = true
 			close(n.leader)

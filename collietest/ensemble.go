@@ -1,0 +1,94 @@
+package collietest
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/collie-io/collie/server/config"
+)
+
+// Ensemble is an ensemble of in-process servers on 127.0.0.1, each with
+// its own data directory, client port and peer port, configured as a
+// zoo.cfg with server.N lines would configure them.
+type Ensemble struct {
+	tb      testing.TB
+	servers []*Server
+}
+
+// StartEnsemble starts voters participants and observers observers, ids
+// 1 to voters+observers in that order, and waits until every one serves
+// clients. The options apply to every server.
+func StartEnsemble(tb testing.TB, voters, observers int, opts ...Option) *Ensemble {
+	tb.Helper()
+	n := voters + observers
+	cfgs := make([]config.Config, n)
+	members := make([]config.Server, n)
+	for i := range cfgs {
+		cfgs[i] = Config(tb)
+		for _, o := range opts {
+			o(&cfgs[i])
+		}
+		members[i] = config.Server{
+			ID:            uint64(i + 1),
+			Host:          "127.0.0.1",
+			PeerPort:      freePort(tb),
+			ElectionPort:  freePort(tb),
+			Observer:      i >= voters,
+			ClientAddress: cfgs[i].ClientPortAddress,
+			ClientPort:    cfgs[i].ClientPort,
+		}
+	}
+	e := &Ensemble{tb: tb}
+	for i := range cfgs {
+		cfgs[i].ServerID = uint64(i + 1)
+		cfgs[i].Servers = members
+		cfgs[i].Standalone = false
+		e.servers = append(e.servers, &Server{tb: tb, cfg: cfgs[i]})
+	}
+	tb.Cleanup(e.Stop)
+	for _, s := range e.servers {
+		s.launch()
+	}
+	for _, s := range e.servers {
+		s.awaitReady()
+	}
+	return e
+}
+
+// Servers returns the servers, in id order (server i+1 at index i).
+func (e *Ensemble) Servers() []*Server { return e.servers }
+
+// ConnectString returns the client addresses of every server, as a
+// client's connect string.
+func (e *Ensemble) ConnectString() string {
+	addrs := make([]string, len(e.servers))
+	for i, s := range e.servers {
+		addrs[i] = s.Addr()
+	}
+	return strings.Join(addrs, ",")
+}
+
+// Leader waits until one running server leads and returns it.
+func (e *Ensemble) Leader() *Server {
+	e.tb.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		for _, s := range e.servers {
+			if s.srv != nil && s.srv.IsLeader() {
+				return s
+			}
+		}
+		if time.Now().After(deadline) {
+			e.tb.Fatal("collietest: no leader after 30s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Stop stops every server.
+func (e *Ensemble) Stop() {
+	for _, s := range e.servers {
+		s.Stop()
+	}
+}

@@ -1,0 +1,155 @@
+package server_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/collie-io/collie/collietest"
+	"github.com/collie-io/collie/proto"
+)
+
+// waitFor polls cond until it holds or 15 s pass.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 15s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Three voters and an observer: a write through any server is seen on
+// every one, each reports its role, and a session moves between servers
+// with its ephemeral node.
+func TestEnsembleServesClients(t *testing.T) {
+	e := collietest.StartEnsemble(t, 3, 1)
+	servers := e.Servers()
+	lead := e.Leader()
+
+	for i, s := range servers {
+		c, _ := connect(t, s.Addr())
+		if _, err := c.Create(fmt.Sprintf("/from%d", i+1), []byte("v"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatalf("create through server %d: %v", i+1, err)
+		}
+	}
+	for i, s := range servers {
+		c, _ := connect(t, s.Addr())
+		if _, err := c.Sync("/"); err != nil {
+			t.Fatalf("sync on server %d: %v", i+1, err)
+		}
+		kids, _, err := c.Children("/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range servers {
+			if !strings.Contains(strings.Join(kids, ","), fmt.Sprintf("from%d", j+1)) {
+				t.Fatalf("server %d lists %v: no from%d", i+1, kids, j+1)
+			}
+		}
+	}
+	for i, s := range servers {
+		want := "follower"
+		switch {
+		case i == 3:
+			want = "observer"
+		case s == lead:
+			want = "leader"
+		}
+		if out := fourLetter(t, s.Addr(), "srvr"); !strings.Contains(out, "Mode: "+want) {
+			t.Errorf("server %d srvr: %q, want Mode: %s", i+1, out, want)
+		}
+	}
+
+	// A session opened on the observer, with an ephemeral node, moves to
+	// the second server and keeps both.
+	rc := dialRaw(t, servers[3].Addr(), 6000)
+	open := []proto.ACL{{Perms: proto.PermAll, ID: proto.ID{Scheme: "world", ID: "anyone"}}}
+	call(t, rc, proto.OpCreate, &proto.CreateRequest{Path: "/eph", ACL: open, Flags: proto.ModeEphemeral}, &proto.CreateResponse{})
+	rc.Close()
+	rc2 := redialRaw(t, servers[1].Addr(), rc)
+	// Reads are served by the server itself, which may not have applied
+	// the create yet: sync first, as a client moving between servers would
+	// be protected by its last seen zxid.
+	call(t, rc2, proto.OpSync, &proto.SyncRequest{Path: "/"}, &proto.SyncResponse{})
+	var st proto.ExistsResponse
+	if code := call(t, rc2, proto.OpExists, &proto.ExistsRequest{Path: "/eph"}, &st); code != proto.OK || st.Stat.EphemeralOwner != rc.Session {
+		t.Fatalf("ephemeral after moving the session: %v %+v", code, st.Stat)
+	}
+}
+
+// When the leader stops, the others elect a new one and keep serving
+// writes; a session on a follower stays alive throughout, kept alive by
+// the follower's reports to whichever server leads.
+func TestEnsembleSurvivesLeaderLoss(t *testing.T) {
+	e := collietest.StartEnsemble(t, 3, 0)
+	old := e.Leader()
+	var follower *collietest.Server
+	for _, s := range e.Servers() {
+		if s != old {
+			follower = s
+			break
+		}
+	}
+	rc := dialRaw(t, follower.Addr(), 4000)
+	open := []proto.ACL{{Perms: proto.PermAll, ID: proto.ID{Scheme: "world", ID: "anyone"}}}
+	call(t, rc, proto.OpCreate, &proto.CreateRequest{Path: "/eph", ACL: open, Flags: proto.ModeEphemeral}, &proto.CreateResponse{})
+	old.Stop()
+	lead := e.Leader()
+	if lead == old {
+		t.Fatal("a stopped server leads")
+	}
+	// The session moves to the server that does not lead now, if it is
+	// not on it, so that its activity reaches the leader only as reports.
+	on := follower
+	for _, s := range e.Servers() {
+		if s != old && s != lead && s != follower {
+			on = s
+			rc = redialRaw(t, on.Addr(), rc)
+		}
+	}
+	// Keep the session busy for longer than its timeout: its activity on
+	// a follower must reach the new leader. A server that learns of the
+	// new leader late ends the connections with requests in flight, as
+	// ZooKeeper's followers do; the client reconnects with its session,
+	// which redialRaw checks is still valid.
+	deadline := time.Now().Add(3 * time.Duration(rc.TimeOut) * time.Millisecond)
+	for i := 0; time.Now().Before(deadline); i++ {
+		code, err := rc.Do(proto.OpCreate, &proto.CreateRequest{Path: fmt.Sprintf("/after%d", i), ACL: open}, &proto.CreateResponse{})
+		if err != nil {
+			rc = redialRaw(t, on.Addr(), rc)
+			continue
+		}
+		if code != proto.OK {
+			t.Fatalf("create after the leader's loss: %v", code)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var st proto.ExistsResponse
+	if code := call(t, rc, proto.OpExists, &proto.ExistsRequest{Path: "/eph"}, &st); code != proto.OK {
+		t.Fatalf("ephemeral of a live session after the leader's loss: %v", code)
+	}
+}
+
+// A session that stops sending expires, and its ephemeral node is gone
+// from every server.
+func TestEnsembleExpiryRemovesEphemeralsEverywhere(t *testing.T) {
+	e := collietest.StartEnsemble(t, 3, 0)
+	servers := e.Servers()
+	rc := dialRaw(t, servers[2].Addr(), 400)
+	open := []proto.ACL{{Perms: proto.PermAll, ID: proto.ID{Scheme: "world", ID: "anyone"}}}
+	call(t, rc, proto.OpCreate, &proto.CreateRequest{Path: "/eph", ACL: open, Flags: proto.ModeEphemeral}, &proto.CreateResponse{})
+	rc.NC.Close() // no close request: the session must expire
+	for i, s := range servers {
+		c, _ := connect(t, s.Addr())
+		waitFor(t, fmt.Sprintf("ephemeral gone on server %d", i+1), func() bool {
+			ok, _, err := c.Exists("/eph")
+			return err == nil && !ok
+		})
+	}
+}

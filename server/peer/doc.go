@@ -1,0 +1,118 @@
+// Package peer is the transport between the servers of a Collie ensemble:
+// it carries go.etcd.io/raft/v3 messages, and small application messages
+// (session touches, for instance), over TCP on the peer port of the
+// server.N lines. It owns the listener, one outgoing connection per peer
+// with its queue and writer, the connections that carry snapshots, the
+// wire format and its limits, reconnection, and the counters operators
+// see. It knows nothing of raft's state: what to send, and what to do with
+// what arrives, is the raft loop's business.
+//
+// # Using it from a raft loop
+//
+// New listens; Start begins accepting and connecting, and only then are the
+// handlers called, so they may refer to a node created after the
+// transport. Send never blocks: the raft loop calls it with the messages of
+// each Ready, after the Ready's entries are durable.
+//
+//	var node *replication.Node
+//	t, err := peer.New(peer.Config{
+//		ID:        1,
+//		ClusterID: peer.HashClusterID(ensembleName),
+//		Listen:    "10.0.0.1:2888",
+//		Peers:     map[uint64]string{2: "10.0.0.2:2888", 3: "10.0.0.3:2888"},
+//		// Each handler hands over to the loop and returns once the node
+//		// has stopped.
+//		Raft:           func(m raftpb.Message) { node.Step(m) },
+//		Unreachable:    func(id uint64) { node.ReportUnreachable(id) },
+//		SnapshotStatus: func(id uint64, failed bool) { node.ReportSnapshot(id, failed) },
+//		Logger:         logger,
+//	})
+//	if err != nil { ... }
+//	node, err = replication.Start(replication.Config{Transport: t, ...})
+//	if err != nil { ... }
+//	t.Start()
+//	...
+//	t.Close() // waits for every goroutine, handlers included
+//	node.Stop()
+//
+// Handlers are called from the transport's goroutines. Raft and App are
+// called in the order the peer sent, and a blocked handler holds up that
+// peer's messages only. Unreachable and SnapshotStatus are never called from
+// inside Send, so the raft loop may call Send while holding what its
+// handlers need. A handler that blocks forever makes Close wait forever.
+//
+// # Sending
+//
+// Each peer has a queue of Config.QueueLen messages and one goroutine that
+// writes it to a single stream connection through a buffer, flushed when
+// the queue is momentarily empty. Send drops a message, counts it and
+// tells Unreachable when the peer is not connected or its queue is full:
+// raft resends what matters and probes a follower it was told is
+// unreachable, so memory stays bounded whatever the peer does. A lost
+// connection is redialled after a jittered backoff that doubles up to
+// Config.MaxBackoff; what was queued when it broke is dropped. Messages of
+// one peer, raft's and the application's, arrive in the order they were
+// sent; any of them may be missing.
+//
+// A MsgSnap carries the whole state in Snapshot.Data, possibly hundreds of
+// megabytes. It travels on a connection of its own, opened for it, so that
+// heartbeats and appends never wait behind it; SnapshotStatus is told
+// whether the receiver got it whole and handed it to Raft.
+//
+// # Wire format
+//
+// All integers are big-endian. A connection starts with the dialler's
+// hello, 32 bytes:
+//
+//	offset size  field
+//	0      4     magic "CLPR"
+//	4      2     version, 1
+//	6      1     kind: 1 stream, 2 snapshot
+//	7      1     reserved, 0
+//	8      8     cluster id (Config.ClusterID)
+//	16     8     sender id
+//	24     8     receiver id
+//
+// The receiver answers with 8 bytes: the magic, its version (2 bytes), a
+// status byte and a reserved 0 byte. Status 0 accepts; otherwise the
+// receiver closes the connection, and the status says why: 1 unsupported
+// version, 2 wrong cluster id, 3 the receiver has another id, 4 the sender
+// is not one of its peers, 5 unknown kind. A hello with a wrong magic or
+// reserved byte gets no answer. The hello must arrive within
+// Config.HandshakeTimeout.
+//
+// On a stream connection the dialler then sends frames, and the receiver
+// sends nothing:
+//
+//	offset size  field
+//	0      1     kind: 1 raft message, 2 application message
+//	1      4     payload length n, at most Config.MaxFrame
+//	5      n     payload: a raftpb.Message in its protobuf encoding, or
+//	             the application's bytes
+//
+// A raft message must be from the handshake's sender, to its receiver, and
+// not a MsgSnap. A stream may stay idle for long (raft is quiet between
+// followers); TCP keepalives notice a peer host that vanished, and once a
+// frame has begun, every chunk of it must arrive within Config.IOTimeout.
+//
+// A snapshot connection carries one frame and its acknowledgement:
+//
+//	offset size  field
+//	0      1     kind: 3 snapshot
+//	1      4     length n of the message, at most Config.MaxFrame
+//	5      n     the MsgSnap, protobuf, with empty Snapshot.Data
+//	5+n    8     length d of the snapshot data, at most Config.MaxSnapshot
+//	13+n   d     the snapshot data
+//
+// The data travels beside the message rather than inside it, so that
+// neither side copies it. The receiver puts it back into Snapshot.Data,
+// calls Raft, and answers one byte, 0. Snapshot data may be large; the
+// receiver's buffer grows only as bytes arrive, so a length announced and
+// not sent costs nothing.
+//
+// Anything else (a frame over its limit, an unknown kind, a message that
+// does not decode or is misaddressed, a stalled handshake) closes that one
+// connection, logged at Warn with the remote address and counted in
+// Stats.Rejected; the transport goes on serving its peers. A newer
+// connection of the same kind from the same peer replaces the older one.
+package peer

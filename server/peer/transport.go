@@ -1,0 +1,564 @@
+package peer
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"math"
+	"net"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/raft/v3/raftpb"
+)
+
+// Defaults of Config.
+const (
+	DefaultMaxFrame         = 64 << 20
+	DefaultMaxSnapshot      = 4 << 30
+	DefaultQueueLen         = 4096
+	DefaultHandshakeTimeout = 5 * time.Second
+	DefaultIOTimeout        = 10 * time.Second
+	DefaultMaxBackoff       = 2 * time.Second
+)
+
+// minBackoff is the first wait before redialling a peer.
+const minBackoff = 50 * time.Millisecond
+
+// keepAlive detects a peer host that vanished without closing its
+// connections (power loss, a partition) within about 20 seconds: streams
+// may be idle for long, so there is no read deadline to notice it.
+var keepAlive = net.KeepAliveConfig{Enable: true, Idle: 5 * time.Second, Interval: 5 * time.Second, Count: 3}
+
+// Errors of the Transport's methods.
+var (
+	// ErrClosed is returned by methods of a closed Transport.
+	ErrClosed = errors.New("peer: transport closed")
+	// ErrUnknownPeer is returned for an id that is not a peer.
+	ErrUnknownPeer = errors.New("peer: unknown peer")
+	// ErrPeerExists is returned by AddPeer for an id already a peer.
+	ErrPeerExists = errors.New("peer: peer already exists")
+)
+
+// Config configures a Transport.
+type Config struct {
+	// ID is this server's id (myid). Not zero.
+	ID uint64
+	// ClusterID must be the same on every server of an ensemble: a
+	// connection between servers with different ids is refused, so that
+	// the servers of two ensembles never exchange messages even when one
+	// is configured with the other's addresses. HashClusterID derives one
+	// from a name.
+	ClusterID uint64
+	// Listen is the address to listen on for peers, host:peerPort.
+	Listen string
+	// Peers are the other servers, id to host:peerPort. An entry for ID
+	// itself is ignored, so the server list of the configuration can be
+	// passed whole.
+	Peers map[uint64]string
+
+	// Raft is called with every raft message received, in the order each
+	// peer sent them (snapshots, which travel apart, excepted). It is
+	// called from the transport's goroutines, one per connection; while it
+	// blocks, that peer's messages wait (and its sender eventually drops).
+	// It must return once the receiving node has stopped, or Close waits
+	// for it. Required.
+	Raft func(m raftpb.Message)
+	// App is called with every application message received, in order
+	// with the raft messages of the same peer. data is the callee's. Nil
+	// discards them.
+	App func(from uint64, data []byte)
+	// Unreachable is told when a message to id was dropped (no connection,
+	// or its queue full): raft's ReportUnreachable. Reports of one peer
+	// are coalesced while one is being made. Called from the transport's
+	// goroutines, never from Send; nil ignores them.
+	Unreachable func(id uint64)
+	// SnapshotStatus is told when sending a snapshot to id ended: raft's
+	// ReportSnapshot. Called from the transport's goroutines, never from
+	// Send; nil ignores them.
+	SnapshotStatus func(id uint64, failed bool)
+
+	Logger *slog.Logger
+
+	// MaxFrame bounds every frame but the data of a snapshot, in both
+	// directions (DefaultMaxFrame; at most 4 GiB - 1).
+	MaxFrame int
+	// MaxSnapshot bounds the data of a snapshot (DefaultMaxSnapshot).
+	MaxSnapshot int64
+	// QueueLen is the number of messages that may wait to be sent to one
+	// peer (DefaultQueueLen); beyond it messages are dropped.
+	QueueLen int
+	// HandshakeTimeout bounds dialling and the handshake, both ways
+	// (DefaultHandshakeTimeout).
+	HandshakeTimeout time.Duration
+	// IOTimeout is how long a write, a frame begun, or a snapshot transfer
+	// may make no progress before its connection is closed
+	// (DefaultIOTimeout).
+	IOTimeout time.Duration
+	// MaxBackoff caps the wait between two attempts to connect to a peer
+	// (DefaultMaxBackoff).
+	MaxBackoff time.Duration
+}
+
+// HashClusterID derives a cluster id from a name all servers of an
+// ensemble share.
+func HashClusterID(name string) uint64 {
+	sum := sha256.Sum256([]byte(name))
+	return binary.BigEndian.Uint64(sum[:])
+}
+
+// Transport carries messages between the servers of an ensemble. Its
+// methods are safe for concurrent use.
+//
+// Its goroutines, all counted in wg and all ending with ctx: accept, one
+// serve per incoming connection (which calls Raft and App), and those of
+// each peer (see peer). Close cancels ctx, which closes every connection
+// through context.AfterFunc, so that no goroutine stays blocked in I/O.
+type Transport struct {
+	cfg Config
+	log *slog.Logger
+	ln  net.Listener
+
+	// ctx ends at Close; every connection and goroutine hangs off it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	// peers is replaced whole under mu, so Send reads it without locking.
+	peers atomic.Pointer[map[uint64]*peer]
+
+	mu      sync.Mutex // guards started, closed and the writes of peers
+	started bool
+	closed  bool
+
+	isClosed       atomic.Bool
+	unknownDropped atomic.Uint64
+	rejected       atomic.Uint64
+
+	closeOnce sync.Once
+}
+
+// New checks cfg and listens on cfg.Listen. Nothing is accepted, dialled or
+// called back before Start, so the handlers may refer to a raft node that
+// is created after the transport (it needs the transport to send).
+func New(cfg Config) (*Transport, error) {
+	if cfg.ID == 0 {
+		return nil, errors.New("peer: ID must not be 0")
+	}
+	if cfg.Raft == nil {
+		return nil, errors.New("peer: Raft handler is required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxFrame <= 0 {
+		cfg.MaxFrame = DefaultMaxFrame
+	}
+	cfg.MaxFrame = min(cfg.MaxFrame, math.MaxUint32)
+	if cfg.MaxSnapshot <= 0 {
+		cfg.MaxSnapshot = DefaultMaxSnapshot
+	}
+	if cfg.QueueLen <= 0 {
+		cfg.QueueLen = DefaultQueueLen
+	}
+	if cfg.HandshakeTimeout <= 0 {
+		cfg.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if cfg.IOTimeout <= 0 {
+		cfg.IOTimeout = DefaultIOTimeout
+	}
+	if cfg.MaxBackoff <= 0 {
+		cfg.MaxBackoff = DefaultMaxBackoff
+	}
+	t := &Transport{cfg: cfg, log: cfg.Logger.With("component", "peer")}
+	t.ctx, t.cancel = context.WithCancel(context.Background())
+	peers := make(map[uint64]*peer, len(cfg.Peers))
+	for id, addr := range cfg.Peers {
+		if id == cfg.ID {
+			continue
+		}
+		if err := checkPeer(id, addr); err != nil {
+			t.cancel()
+			return nil, err
+		}
+		peers[id] = newPeer(t, id, addr)
+	}
+	t.peers.Store(&peers)
+	lc := net.ListenConfig{KeepAliveConfig: keepAlive}
+	ln, err := lc.Listen(t.ctx, "tcp", cfg.Listen)
+	if err != nil {
+		t.cancel()
+		return nil, fmt.Errorf("peer: listen: %w", err)
+	}
+	t.ln = ln
+	return t, nil
+}
+
+func checkPeer(id uint64, addr string) error {
+	if id == 0 {
+		return errors.New("peer: peer id must not be 0")
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return fmt.Errorf("peer: address of peer %d: %w", id, err)
+	}
+	return nil
+}
+
+// Addr returns the address the transport listens on.
+func (t *Transport) Addr() net.Addr { return t.ln.Addr() }
+
+// Start accepts peers' connections and connects to the peers. Calling it
+// again, or after Close, does nothing.
+func (t *Transport) Start() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.started || t.closed {
+		return
+	}
+	t.started = true
+	t.wg.Go(t.accept)
+	for _, p := range *t.peers.Load() {
+		p.start()
+	}
+	t.log.Info("peer transport started", "id", t.cfg.ID, "addr", t.ln.Addr().String(), "peers", len(*t.peers.Load()))
+}
+
+// Close stops accepting, closes every connection, and returns once every
+// goroutine of the transport has exited (handlers included). Messages not
+// yet sent are lost. It is safe to call more than once.
+func (t *Transport) Close() error {
+	t.closeOnce.Do(func() {
+		t.mu.Lock()
+		t.closed = true
+		t.mu.Unlock()
+		t.isClosed.Store(true)
+		t.cancel()
+		t.ln.Close()
+	})
+	t.wg.Wait()
+	return nil
+}
+
+// Send queues raft messages for their peers and returns at once: it never
+// waits for a network or a peer. A message to a peer that is not connected,
+// or whose queue is full, is dropped, and Unreachable told (raft resends);
+// a MsgSnap goes on a connection of its own and ends with SnapshotStatus.
+// Messages to ids that are not peers are dropped and counted. Send keeps
+// no reference to msgs itself, only to the messages' contents.
+func (t *Transport) Send(msgs []raftpb.Message) {
+	if t.isClosed.Load() {
+		return
+	}
+	peers := *t.peers.Load()
+	for i := range msgs {
+		m := &msgs[i]
+		p := peers[m.To]
+		switch {
+		case p == nil:
+			t.unknownDropped.Add(1)
+			t.log.Debug("dropped message to an unknown peer", "peer", m.To, "type", m.Type)
+		case m.Type == raftpb.MsgSnap:
+			p.sendSnapshot(*m)
+		default:
+			p.enqueue(outgoing{m: *m})
+		}
+	}
+}
+
+// SendApp queues an application message for peer to, as Send does; it is
+// delivered in order with the raft messages sent to that peer. data must
+// not be changed afterwards. It returns ErrUnknownPeer for an id that is
+// not a peer; a message dropped for any other reason is reported to
+// Unreachable and counted.
+func (t *Transport) SendApp(to uint64, data []byte) error {
+	if t.isClosed.Load() {
+		return ErrClosed
+	}
+	p := (*t.peers.Load())[to]
+	if p == nil {
+		t.unknownDropped.Add(1)
+		return fmt.Errorf("%w: %d", ErrUnknownPeer, to)
+	}
+	p.enqueue(outgoing{app: data, isApp: true})
+	return nil
+}
+
+// AddPeer makes id a peer at addr, host:peerPort.
+func (t *Transport) AddPeer(id uint64, addr string) error {
+	if id == t.cfg.ID {
+		return fmt.Errorf("peer: %d is this server", id)
+	}
+	if err := checkPeer(id, addr); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return ErrClosed
+	}
+	old := *t.peers.Load()
+	if old[id] != nil {
+		return fmt.Errorf("%w: %d", ErrPeerExists, id)
+	}
+	peers := maps.Clone(old)
+	p := newPeer(t, id, addr)
+	peers[id] = p
+	t.peers.Store(&peers)
+	if t.started {
+		p.start()
+	}
+	return nil
+}
+
+// RemovePeer forgets peer id: what is queued for it is dropped, its
+// connections are closed, and it is refused from then on. It does not wait
+// for the peer's goroutines (they may be calling back into the caller);
+// Close does.
+func (t *Transport) RemovePeer(id uint64) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return ErrClosed
+	}
+	old := *t.peers.Load()
+	p := old[id]
+	if p == nil {
+		return fmt.Errorf("%w: %d", ErrUnknownPeer, id)
+	}
+	peers := maps.Clone(old)
+	delete(peers, id)
+	t.peers.Store(&peers)
+	p.cancel()
+	return nil
+}
+
+// UpdatePeer changes the address of peer id; its connection is made again
+// to the new address. A snapshot being sent finishes on the old one.
+func (t *Transport) UpdatePeer(id uint64, addr string) error {
+	if err := checkPeer(id, addr); err != nil {
+		return err
+	}
+	if t.isClosed.Load() {
+		return ErrClosed
+	}
+	p := (*t.peers.Load())[id]
+	if p == nil {
+		return fmt.Errorf("%w: %d", ErrUnknownPeer, id)
+	}
+	p.setAddr(addr)
+	return nil
+}
+
+// Stats are counters of a transport, for operators.
+type Stats struct {
+	ID   uint64
+	Addr string
+	// Peers are ordered by id.
+	Peers []PeerStats
+	// UnknownDropped counts messages sent to ids that are not peers.
+	UnknownDropped uint64
+	// Rejected counts incoming connections closed for a refused or broken
+	// handshake or a frame that broke the wire format.
+	Rejected uint64
+}
+
+// PeerStats are the counters of one peer. Messages count as sent once
+// handed to the connection; those lost with a connection that broke
+// afterwards are not counted as dropped.
+type PeerStats struct {
+	ID   uint64
+	Addr string
+	// Connected is whether the connection to the peer is up; Inbound,
+	// whether the peer's connection to this server is.
+	Connected, Inbound bool
+	// Queued is the number of messages waiting to be sent.
+	Queued int
+	// Message and byte counts; bytes count whole frames.
+	Sent, SentBytes         uint64
+	Dropped, DroppedBytes   uint64
+	Received, ReceivedBytes uint64
+	// Snapshots sent (and acknowledged), failed to send, and received.
+	SnapshotsSent, SnapshotsFailed, SnapshotsReceived uint64
+}
+
+// Stats returns the transport's counters.
+func (t *Transport) Stats() Stats {
+	s := Stats{
+		ID:             t.cfg.ID,
+		Addr:           t.ln.Addr().String(),
+		UnknownDropped: t.unknownDropped.Load(),
+		Rejected:       t.rejected.Load(),
+	}
+	for _, p := range *t.peers.Load() {
+		s.Peers = append(s.Peers, p.stats())
+	}
+	slices.SortFunc(s.Peers, func(a, b PeerStats) int { return cmp.Compare(a.ID, b.ID) })
+	return s
+}
+
+// accept serves incoming connections until Close.
+func (t *Transport) accept() {
+	var b backoff
+	for {
+		conn, err := t.ln.Accept()
+		if err != nil {
+			if t.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Out of file descriptors, most likely: wait rather than spin.
+			d := b.next(t.cfg.MaxBackoff)
+			t.log.Warn("cannot accept peer connections", "err", err, "retry_in", d)
+			select {
+			case <-time.After(d):
+			case <-t.ctx.Done():
+				return
+			}
+			continue
+		}
+		b.reset()
+		t.wg.Go(func() { t.serve(conn) })
+	}
+}
+
+// serve handles one incoming connection: the handshake, then frames until
+// the connection ends.
+func (t *Transport) serve(conn net.Conn) {
+	defer conn.Close()
+	stop := context.AfterFunc(t.ctx, func() { conn.Close() })
+	defer stop()
+	remote := conn.RemoteAddr().String()
+	p, kind, err := t.handshake(conn)
+	if err != nil {
+		if t.ctx.Err() == nil {
+			t.rejected.Add(1)
+			t.log.Warn("peer connection refused", "addr", remote, "err", err)
+		}
+		return
+	}
+	// Removing the peer ends its connections.
+	stopPeer := context.AfterFunc(p.ctx, func() { conn.Close() })
+	defer stopPeer()
+	log := t.log.With("peer", p.id, "addr", remote)
+	br := bufio.NewReaderSize(conn, 64<<10)
+	fr := &frameReader{br: br, conn: conn, timeout: t.cfg.IOTimeout, maxFrame: t.cfg.MaxFrame}
+	switch kind {
+	case kindStream:
+		release := p.in.claim(conn)
+		defer release()
+		log.Info("peer connected to this server")
+		err = t.readStream(p, fr)
+	case kindSnapshot:
+		release := p.inSnap.claim(conn)
+		defer release()
+		err = t.readSnapshot(p, fr, conn)
+	}
+	switch {
+	case t.ctx.Err() != nil || p.ctx.Err() != nil:
+	case errors.Is(err, errProtocol):
+		t.rejected.Add(1)
+		log.Warn("closed a peer connection that broke the protocol", "kind", kind, "err", err)
+	case kind == kindStream:
+		log.Info("peer connection to this server lost", "err", err)
+	case err != nil:
+		log.Warn("receiving a snapshot failed", "err", err)
+	}
+}
+
+// handshake reads the hello of an incoming connection and answers it.
+func (t *Transport) handshake(conn net.Conn) (*peer, connKind, error) {
+	if err := conn.SetDeadline(time.Now().Add(t.cfg.HandshakeTimeout)); err != nil {
+		return nil, 0, err
+	}
+	var b [helloSize]byte
+	if _, err := io.ReadFull(conn, b[:]); err != nil {
+		return nil, 0, fmt.Errorf("%w: handshake: %w", errProtocol, err)
+	}
+	h, err := parseHello(b[:])
+	if err != nil {
+		// Not a peer of any version: no answer.
+		return nil, 0, err
+	}
+	p := (*t.peers.Load())[h.from]
+	st := statusAccepted
+	switch {
+	case h.version != wireVersion:
+		st = statusBadVersion
+	case h.kind != kindStream && h.kind != kindSnapshot:
+		st = statusBadKind
+	case h.cluster != t.cfg.ClusterID:
+		st = statusWrongCluster
+	case h.to != t.cfg.ID:
+		st = statusWrongReceiver
+	case p == nil:
+		st = statusUnknownSender
+	}
+	if _, err := conn.Write(reply{version: wireVersion, status: st}.append(nil)); err != nil {
+		return nil, 0, fmt.Errorf("handshake reply: %w", err)
+	}
+	if st != statusAccepted {
+		return nil, 0, fmt.Errorf("from %d (cluster %#x, to %d, version %d, kind %v): %w", h.from, h.cluster, h.to, h.version, h.kind, st.err())
+	}
+	if err := conn.SetDeadline(time.Time{}); err != nil {
+		return nil, 0, err
+	}
+	return p, h.kind, nil
+}
+
+// readStream hands the frames of a stream connection to the handlers.
+func (t *Transport) readStream(p *peer, fr *frameReader) error {
+	for {
+		kind, payload, err := fr.next()
+		if err != nil {
+			return err
+		}
+		p.received.Add(1)
+		p.receivedBytes.Add(uint64(headerSize + len(payload)))
+		switch kind {
+		case frameRaft:
+			m, err := decodeRaft(payload)
+			if err != nil {
+				return err
+			}
+			if err := checkMessage(&m, p.id, t.cfg.ID, kindStream); err != nil {
+				return err
+			}
+			t.cfg.Raft(m)
+		case frameApp:
+			if t.cfg.App != nil {
+				t.cfg.App(p.id, bytes.Clone(payload))
+			}
+		}
+	}
+}
+
+// readSnapshot receives the snapshot of a snapshot connection, hands it to
+// Raft, and acknowledges it.
+func (t *Transport) readSnapshot(p *peer, fr *frameReader, conn net.Conn) error {
+	m, err := fr.readSnapshot(t.cfg.MaxSnapshot)
+	if err != nil {
+		return err
+	}
+	if err := checkMessage(&m, p.id, t.cfg.ID, kindSnapshot); err != nil {
+		return err
+	}
+	p.received.Add(1)
+	p.receivedBytes.Add(uint64(headerSize + m.Size()))
+	p.snapsReceived.Add(1)
+	t.log.Info("received a snapshot", "peer", p.id, "index", m.Snapshot.Metadata.Index, "bytes", len(m.Snapshot.Data))
+	t.cfg.Raft(m)
+	if err := conn.SetWriteDeadline(time.Now().Add(t.cfg.IOTimeout)); err != nil {
+		return err
+	}
+	_, err = conn.Write([]byte{byte(statusAccepted)})
+	return err
+}
