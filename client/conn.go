@@ -185,7 +185,10 @@ func (cn *conn) finish(cl *call, hdr *proto.ReplyHeader) error {
 		}
 	}
 	if !cl.state.CompareAndSwap(callSent, callDone) {
-		return bad // abandoned: nobody will read it, and it sets no watch
+		// Abandoned: nobody reads the outcome, but the server acted on the
+		// request, and the registry must agree with what it did.
+		c.settleAbandoned(cl)
+		return bad
 	}
 	if cl.watch.kind != watchNone {
 		cl.code = c.watches.register(&cl.watch, cl.code, c.chroot)
@@ -215,6 +218,25 @@ func (cn *conn) finish(cl *call, hdr *proto.ReplyHeader) error {
 	}
 	cl.done <- struct{}{}
 	return bad
+}
+
+// settleAbandoned brings the registry in line with the reply to a call its
+// caller gave up on. A one-shot watch is kept, with nobody waiting on it:
+// RemoveWatches can still remove it at the server, and it is spent when it
+// fires. A removal takes effect here as it did at the server. A persistent
+// watch would bring events for ever to a stream nobody reads, so it is
+// dropped at once, which removes it at the server unless another stream on
+// the path still needs it.
+func (c *Client) settleAbandoned(cl *call) {
+	if cl.watch.kind == watchNone {
+		return
+	}
+	c.watches.register(&cl.watch, cl.code, c.chroot)
+	if cl.watch.kind == watchPersistent && cl.code == proto.OK {
+		// AddWatch has halted the stream already. Dropping it may send a
+		// request: not from the reader, which must go on reading replies.
+		go c.dropPersistent(cl.watch.stream)
+	}
 }
 
 // errAuthRefused ends a connection on which the server refused credentials.

@@ -137,6 +137,8 @@ type proxy struct {
 	conns     map[net.Conn]bool
 	refusing  bool // accepted connections are closed at once
 	blackhole bool // the server's bytes are dropped, not forwarded
+	held      bool // the server's bytes wait until Hold(false)
+	release   *sync.Cond
 	accepted  int
 	// handshakes are the connect requests of the connections, in order.
 	handshakes [][]byte
@@ -150,6 +152,7 @@ func newProxy(t testing.TB, target string) *proxy {
 		t.Fatalf("proxy: %v", err)
 	}
 	p := &proxy{t: t, ln: ln, target: target, conns: map[net.Conn]bool{}}
+	p.release = sync.NewCond(&p.mu)
 	p.wg.Go(p.accept)
 	t.Cleanup(p.close)
 	return p
@@ -201,6 +204,9 @@ func (p *proxy) pipe(dst, src net.Conn, fromServer bool) {
 		n, err := src.Read(buf)
 		if n > 0 {
 			p.mu.Lock()
+			for fromServer && p.held {
+				p.release.Wait()
+			}
 			hole := fromServer && p.blackhole
 			p.mu.Unlock()
 			if !hole {
@@ -256,6 +262,15 @@ func (p *proxy) Blackhole(on bool) {
 	p.mu.Unlock()
 }
 
+// Hold keeps (true) what the server sends from reaching the client, until
+// Hold(false) lets it through.
+func (p *proxy) Hold(on bool) {
+	p.mu.Lock()
+	p.held = on
+	p.mu.Unlock()
+	p.release.Broadcast()
+}
+
 // Connections returns how many client connections are open.
 func (p *proxy) Connections() int {
 	p.mu.Lock()
@@ -264,6 +279,7 @@ func (p *proxy) Connections() int {
 }
 
 func (p *proxy) close() {
+	p.Hold(false)
 	p.ln.Close()
 	p.Drop()
 	p.wg.Wait()

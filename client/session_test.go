@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -616,4 +618,79 @@ func TestReconnectOneShotOnly(t *testing.T) {
 			t.Errorf("/two: %v", ev)
 		}
 	})
+}
+
+// A watch-setting read whose caller gave up after it was sent still sets
+// the server's watch: the client must know of it, so RemoveWatches removes
+// it at the server, and an abandoned addWatch must not leave a persistent
+// watch at the server that nobody reads.
+func TestAbandonedWatchCallsStayKnown(t *testing.T) {
+	servers(t, func(t *testing.T, addr string) {
+		ctx := testCtx(t)
+		p := newProxy(t, addr)
+		direct := dialT(t, addr, Config{})
+		c := dialT(t, p.Addr(), Config{SessionTimeout: 8 * time.Second})
+		if _, _, err := direct.Create(ctx, "/w", nil, ModePersistent, nil); err != nil {
+			t.Fatal(err)
+		}
+		// watches is the server's count of watches: "Total watches:N".
+		watches := func() string {
+			out := fourLetterWord(t, addr, "wchs")
+			return out[strings.LastIndex(out, ":")+1:]
+		}
+		before := watches()
+
+		// abandon sends call while the proxy holds the server's replies,
+		// waits until the server has set a watch, gives up, and lets the
+		// reply through.
+		abandon := func(call func(ctx context.Context) error) {
+			t.Helper()
+			p.Hold(true)
+			callCtx, cancel := context.WithCancel(ctx)
+			errc := make(chan error, 1)
+			go func() { errc <- call(callCtx) }()
+			eventually(t, "the server sets the watch", func() bool { return watches() != before })
+			cancel()
+			if err := recv(t, errc, "the abandoned call"); !errors.Is(err, context.Canceled) {
+				t.Fatalf("abandoned call: %v, want context.Canceled", err)
+			}
+			p.Hold(false)
+		}
+
+		abandon(func(ctx context.Context) error { _, _, _, err := c.ExistsW(ctx, "/w"); return err })
+		// The reply has arrived once a later request on the connection
+		// is answered.
+		if _, _, err := c.Exists(ctx, "/"); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.RemoveWatches(ctx, "/w", WatchData); err != nil {
+			t.Fatalf("RemoveWatches of the abandoned watch: %v", err)
+		}
+		eventually(t, "the server's watch is removed", func() bool { return watches() == before })
+
+		abandon(func(ctx context.Context) error { _, err := c.AddWatch(ctx, "/w", WatchPersistent); return err })
+		if _, _, err := c.Exists(ctx, "/"); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the abandoned persistent watch is removed", func() bool { return watches() == before })
+	})
+}
+
+// fourLetterWord sends a four-letter word to addr and returns the answer.
+func fourLetterWord(t testing.TB, addr, word string) string {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := nc.Write([]byte(word)); err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
