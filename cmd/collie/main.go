@@ -2,6 +2,7 @@
 // server and its tools.
 //
 //	collie server [-c zoo.cfg]   run a server
+//	collie server -dev-ensemble 3   run a local ensemble of 3, to try one out
 //	collie version               print the version
 package main
 
@@ -44,7 +45,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "server":
-		return runServer(args[1:], stderr)
+		return runServer(args[1:], stdout, stderr)
 	case "cli":
 		return runCLI(args[1:], os.Stdin, stdout, stderr)
 	case "bench":
@@ -63,7 +64,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 // gcFloor is the smallest heap goal of the server's garbage collector.
 const gcFloor = 32 << 20
 
-func runServer(args []string, stderr io.Writer) int {
+func runServer(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("collie server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfgPath := fs.String("c", "", "path of a ZooKeeper `zoo.cfg`; without it, built-in defaults (port 2181, data in ./collie-data)")
@@ -74,6 +75,7 @@ func runServer(args []string, stderr io.Writer) int {
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `file` at shutdown (go tool pprof reads it)")
 	memProfile := fs.String("memprofile", "", "write a heap profile to `file` at shutdown")
+	devEnsemble := fs.Int("dev-ensemble", 0, "run a local ensemble of `n` servers in this process, for trying one out: client ports from -port (2181) up, peer ports 707 above them, data under -data-dir/dev-ensemble")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -133,6 +135,20 @@ func runServer(args []string, stderr io.Writer) int {
 	// A small tree would otherwise be collected dozens of times a second
 	// under load, each cycle's pauses landing in requests' latency.
 	gcfloor.Start(gcFloor)
+	if *devEnsemble != 0 {
+		cfgs, err := devEnsembleConfigs(cfg, *devEnsemble)
+		if err != nil {
+			fmt.Fprintf(stderr, "collie server: %v\n", err)
+			return 2
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if err := runDevEnsemble(ctx, cfgs, logger, stdout); err != nil {
+			fmt.Fprintf(stderr, "collie server: %v\n", err)
+			return 1
+		}
+		return 0
+	}
 	srv, err := server.New(cfg, logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "collie server: %v\n", err)
