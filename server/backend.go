@@ -151,11 +151,27 @@ func (s *Server) Local(ctx context.Context, c *conn.Conn, op proto.OpCode, req p
 		send(conn.Reply{Zxid: s.fsm.LastZxid(), Resp: &proto.SyncResponse{Path: req.(*proto.SyncRequest).Path}})
 		return
 	}
+	if s.cfg.LinearizableReads && readOps[op] {
+		// Everything committed when the read arrived is applied first.
+		if err := s.sync(ctx); err != nil {
+			send(conn.Reply{Err: proto.ErrConnectionLoss})
+			return
+		}
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	r := s.local(c, op, req, auth)
 	r.Zxid = s.fsm.LastZxid()
 	send(r)
+}
+
+// readOps are the requests that read the tree, which LinearizableReads
+// makes wait for a ReadIndex.
+var readOps = map[proto.OpCode]bool{
+	proto.OpExists: true, proto.OpGetData: true, proto.OpGetACL: true,
+	proto.OpGetChildren: true, proto.OpGetChildren2: true,
+	proto.OpGetAllChildrenNumber: true, proto.OpGetEphemerals: true,
+	proto.OpMultiRead: true,
 }
 
 // local answers a local request. Called with mu held for reading.

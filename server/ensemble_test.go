@@ -10,6 +10,7 @@ import (
 
 	"github.com/collie-io/collie/collietest"
 	"github.com/collie-io/collie/proto"
+	"github.com/collie-io/collie/server/config"
 )
 
 // waitFor polls cond until it holds or 15 s pass.
@@ -151,5 +152,34 @@ func TestEnsembleExpiryRemovesEphemeralsEverywhere(t *testing.T) {
 			ok, _, err := c.Exists("/eph")
 			return err == nil && !ok
 		})
+	}
+}
+
+// With linearizableReads, a read through any server sees every write
+// acknowledged before it was sent, even one made through another server
+// (without it, a follower may not have applied the write yet).
+func TestEnsembleLinearizableReads(t *testing.T) {
+	e := collietest.StartEnsemble(t, 3, 0, collietest.WithConfig(func(c *config.Config) { c.LinearizableReads = true }))
+	lead := e.Leader()
+	var other *collietest.Server
+	for _, s := range e.Servers() {
+		if s != lead {
+			other = s
+		}
+	}
+	w, _ := connect(t, lead.Addr())
+	r, _ := connect(t, other.Addr())
+	if _, err := w.Create("/x", []byte("0"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 200; i++ {
+		want := fmt.Sprint(i)
+		if _, err := w.Set("/x", []byte(want), -1); err != nil {
+			t.Fatal(err)
+		}
+		got, _, err := r.Get("/x")
+		if err != nil || string(got) != want {
+			t.Fatalf("read %d through a follower: %q, %v; want %q", i, got, err, want)
+		}
 	}
 }

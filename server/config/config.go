@@ -80,6 +80,13 @@ type Config struct {
 	// internals and cost CPU while taken, so they are off unless asked for.
 	AdminPprof bool
 
+	// LinearizableReads makes every read wait until the server has applied
+	// everything committed when the read arrived, as if each were preceded
+	// by a sync (linearizableReads, a Collie key). ZooKeeper's reads are
+	// only sequentially consistent: a read on a follower may miss a write
+	// another client saw acknowledged.
+	LinearizableReads bool
+
 	// Initial is the text of the zoo.cfg that Load read, which the admin
 	// command initial_configuration reports; "" when no file was read.
 	Initial string
@@ -355,6 +362,8 @@ func (p *parser) set(key, value string) {
 		}
 	case "admin.pprof":
 		c.AdminPprof, err = boolean(key, value)
+	case "linearizableReads":
+		c.LinearizableReads, err = boolean(key, value)
 	case "metricsProvider.httpPort":
 		c.MetricsProviderHTTPPort, err = intIn(key, value, 1, 65535, "a port number (1-65535)")
 	case "znode.container.checkIntervalMs":

@@ -124,6 +124,7 @@ admin.serverPort=9090
 admin.serverAddress=127.0.0.1
 admin.commandURL=/admin/commands
 admin.pprof=true
+linearizableReads=true
 metricsProvider.httpPort=7000
 znode.container.checkIntervalMs=1500
 znode.container.maxPerMinute=600
@@ -155,6 +156,7 @@ standaloneEnabled=true
 		AdminServerAddress:       "127.0.0.1",
 		AdminCommandURL:          "/admin/commands",
 		AdminPprof:               true,
+		LinearizableReads:        true,
 		MetricsProviderHTTPPort:  7000,
 		ContainerCheckInterval:   1500 * time.Millisecond,
 		ContainerMaxPerMinute:    600,

@@ -116,9 +116,11 @@ type Node struct {
 	known   chan struct{} // closed once this node has known a leader
 
 	// Owned by run.
-	applied      uint64
-	snapIndex    uint64
-	pendingReads map[string]readRequest
+	applied   uint64
+	snapIndex uint64
+	// pendingReads are the reads waiting for the ReadIndex of their batch,
+	// by the batch's request context.
+	pendingReads map[string][]readRequest
 	readSeq      uint64
 	wasLeader    bool
 	knewLeader   bool
@@ -181,7 +183,7 @@ func Start(cfg Config) (*Node, error) {
 		donec:        make(chan struct{}),
 		leader:       make(chan struct{}),
 		known:        make(chan struct{}),
-		pendingReads: make(map[string]readRequest),
+		pendingReads: make(map[string][]readRequest),
 		snapc:        make(chan snapResult, 1),
 	}
 	meta, data, err := cfg.Storage.LoadSnapshot()
@@ -480,9 +482,21 @@ func (n *Node) run() {
 				n.rn.ReportUnreachable(r.id)
 			}
 		case r := <-n.readc:
+			// Every read queued now shares one ReadIndex: one round of
+			// heartbeats confirms the leader for all of them.
+			batch := []readRequest{r}
+		reads:
+			for range cap(n.readc) {
+				select {
+				case r := <-n.readc:
+					batch = append(batch, r)
+				default:
+					break reads
+				}
+			}
 			n.readSeq++
 			ctx := fmt.Appendf(nil, "%d", n.readSeq)
-			n.pendingReads[string(ctx)] = r
+			n.pendingReads[string(ctx)] = batch
 			n.rn.ReadIndex(ctx)
 		}
 		for _, p := range dropped {
@@ -535,8 +549,10 @@ func (n *Node) failQueued(err error) {
 // run only.
 func (n *Node) failPending(err error) {
 	n.failQueued(err)
-	for k, r := range n.pendingReads {
-		r.done(0, err)
+	for k, batch := range n.pendingReads {
+		for _, r := range batch {
+			r.done(0, err)
+		}
 		delete(n.pendingReads, k)
 	}
 	for _, w := range n.waiting {
@@ -614,15 +630,17 @@ func (n *Node) handleReady(rd raft.Ready) error {
 		}
 	}
 	for _, rs := range rd.ReadStates {
-		if r, ok := n.pendingReads[string(rs.RequestCtx)]; ok {
+		if batch, ok := n.pendingReads[string(rs.RequestCtx)]; ok {
 			delete(n.pendingReads, string(rs.RequestCtx))
-			// The read may be answered once everything committed when it
-			// arrived (rs.Index) is applied; a later Ready may bring those
-			// entries.
-			if n.applied >= rs.Index {
-				r.done(rs.Index, nil)
-			} else {
-				n.waitApplied(rs.Index, r)
+			// The reads may be answered once everything committed when
+			// they arrived (rs.Index) is applied; a later Ready may bring
+			// those entries.
+			for _, r := range batch {
+				if n.applied >= rs.Index {
+					r.done(rs.Index, nil)
+				} else {
+					n.waitApplied(rs.Index, r)
+				}
 			}
 		}
 	}
