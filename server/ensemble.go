@@ -68,6 +68,7 @@ func (s *Server) newTransport() (*peer.Transport, error) {
 		},
 		Unreachable:    func(id uint64) { s.node.ReportUnreachable(id) },
 		SnapshotStatus: func(id uint64, failed bool) { s.node.ReportSnapshot(id, failed) },
+		Lost:           func(id uint64) { s.node.ReportLost(id) },
 		Logger:         s.log,
 	})
 	if err != nil {

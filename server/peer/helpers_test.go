@@ -51,11 +51,12 @@ type recorder struct {
 	msgs        []received
 	snaps       []raftpb.Message
 	unreachable map[uint64]int
+	lost        map[uint64]int
 	snapStatus  map[uint64][]bool
 }
 
 func newRecorder() *recorder {
-	return &recorder{unreachable: map[uint64]int{}, snapStatus: map[uint64][]bool{}}
+	return &recorder{unreachable: map[uint64]int{}, lost: map[uint64]int{}, snapStatus: map[uint64][]bool{}}
 }
 
 func (r *recorder) config(cfg *peer.Config) {
@@ -77,6 +78,11 @@ func (r *recorder) config(cfg *peer.Config) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		r.unreachable[id]++
+	}
+	cfg.Lost = func(id uint64) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.lost[id]++
 	}
 	cfg.SnapshotStatus = func(id uint64, failed bool) {
 		r.mu.Lock()
@@ -102,6 +108,12 @@ func (r *recorder) unreachableCount(id uint64) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.unreachable[id]
+}
+
+func (r *recorder) lostCount(id uint64) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lost[id]
 }
 
 func (r *recorder) snapshots() []raftpb.Message {

@@ -43,9 +43,10 @@ type peer struct {
 	snapc chan raftpb.Message
 	// redial asks runStream to connect again (the address changed).
 	redial chan struct{}
-	// unreachable and snapDropped wake runReports.
+	// unreachable, snapDropped and lost wake runReports.
 	unreachable chan struct{}
 	snapDropped chan struct{}
+	lost        chan struct{}
 
 	// connected is set while the stream connection is up: Send drops at
 	// once otherwise, rather than fill the queue for a peer that is down.
@@ -84,6 +85,7 @@ func newPeer(t *Transport, id uint64, addr string) *peer {
 		redial:      make(chan struct{}, 1),
 		unreachable: make(chan struct{}, 1),
 		snapDropped: make(chan struct{}, 1),
+		lost:        make(chan struct{}, 1),
 	}
 	p.ctx, p.cancel = context.WithCancel(t.ctx)
 	return p
@@ -179,6 +181,10 @@ func (p *peer) runReports() {
 			if cfg.SnapshotStatus != nil {
 				cfg.SnapshotStatus(p.id, true)
 			}
+		case <-p.lost:
+			if cfg.Lost != nil {
+				cfg.Lost(p.id)
+			}
 		case <-p.ctx.Done():
 			return
 		}
@@ -227,6 +233,7 @@ func (p *peer) runStream() {
 			return
 		}
 		log.Info("connection to peer lost", "addr", addr, "err", err)
+		signal(p.lost)
 		if !p.pause(&b) {
 			return
 		}

@@ -87,6 +87,11 @@ type Config struct {
 	// ReportSnapshot. Called from the transport's goroutines, never from
 	// Send; nil ignores them.
 	SnapshotStatus func(id uint64, failed bool)
+	// Lost is told when the stream connection to id broke: the peer
+	// closed it or went away. A follower that loses its leader this way
+	// need not wait for raft's election timeout to suspect it. Called from
+	// the transport's goroutines; nil ignores it.
+	Lost func(id uint64)
 
 	Logger *slog.Logger
 

@@ -94,8 +94,14 @@ func TestReconnectAfterRestart(t *testing.T) {
 	waitFor(t, "the first messages", func() bool { return len(b.rec.from(1)) == 10 })
 
 	addr := b.tr.Addr().String()
+	if n := a.rec.lostCount(2); n != 0 {
+		t.Fatalf("Lost(2) told %d times while 2 was up", n)
+	}
 	b.tr.Close()
 	waitFor(t, "1 to notice 2 is gone", func() bool { return !peerStats(a.tr, 2).Connected })
+	// Told without anything sent: a follower learns at once that its
+	// leader went away.
+	waitFor(t, "Lost(2)", func() bool { return a.rec.lostCount(2) > 0 })
 	// Sent while 2 is down: dropped, and reported.
 	a.tr.Send([]raftpb.Message{heartbeat(1, 2, 1000)})
 	waitFor(t, "Unreachable(2)", func() bool { return a.rec.unreachableCount(2) > 0 })

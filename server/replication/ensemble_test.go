@@ -88,12 +88,16 @@ func (r *router) attach(id uint64, n *Node) {
 	})
 }
 
-// detach makes member id unreachable, as if its process were gone.
+// detach makes member id unreachable, as if its process were gone, and
+// tells the others their connection to it broke.
 func (r *router) detach(id uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.nodes, id)
 	delete(r.queue, id)
+	for _, n := range r.nodes {
+		n.ReportLost(id)
+	}
 }
 
 // isolate cuts every link to and from member id, or heals them.
@@ -324,4 +328,39 @@ func TestEnsembleSnapshotCatchUp(t *testing.T) {
 	if lagging.st.snapIndex() == 0 {
 		t.Fatal("the lagging member caught up without a snapshot")
 	}
+}
+
+// A follower that loses its connection to the leader calls an election at
+// once. The election timeout here is far longer than the test, so only
+// that can elect the new leader; the first leader is made the same way, by
+// handing member 1 the message a leader sends to hand over.
+func TestEnsembleLostLeaderElection(t *testing.T) {
+	r := newRouter(t)
+	vs := []uint64{1, 2, 3}
+	var ms []*member
+	for _, id := range vs {
+		m := &member{id: id, st: &memStorage{}, fsm: &sumFSM{}}
+		n, err := Start(Config{ID: id, Voters: vs, Transport: r.from(id),
+			TickInterval: 10 * time.Millisecond, ElectionTicks: 1 << 20, HeartbeatTicks: 1,
+			Storage: m.st, FSM: m.fsm})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.n = n
+		r.attach(id, n)
+		t.Cleanup(n.Stop)
+		ms = append(ms, m)
+	}
+	ms[0].n.Step(raftpb.Message{Type: raftpb.MsgTimeoutNow, From: 2, To: 1})
+	if lead := leaderOf(t, ms); lead.id != 1 {
+		t.Fatalf("member %d leads, want 1", lead.id)
+	}
+	proposeAll(t, ms[1], 1, 10)
+	awaitApplied(t, ms, sumTo(1, 10), 10)
+
+	r.detach(1)
+	ms[0].n.Stop()
+	lead := leaderOf(t, ms[1:])
+	proposeAll(t, lead, 11, 20)
+	awaitApplied(t, ms[1:], sumTo(1, 20), 20)
 }

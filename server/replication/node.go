@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -137,6 +138,10 @@ type Node struct {
 	snapWG   sync.WaitGroup
 	// sendWG counts the goroutines reading a snapshot to send.
 	sendWG sync.WaitGroup
+	// suspect is the leader whose connection broke, while this follower
+	// waits suspectTimer before calling an election (0 when none).
+	suspect      uint64
+	suspectTimer *time.Timer
 
 	mu    sync.Mutex
 	state raft.StateType
@@ -158,8 +163,10 @@ type readRequest struct {
 // report is what the transport tells raft about a member.
 type report struct {
 	id          uint64
-	snapshot    bool // a snapshot transfer ended; otherwise unreachable
+	snapshot    bool // a snapshot transfer ended
 	snapshotErr bool
+	lost        bool // the connection to the member broke
+	// Otherwise: a message to the member was dropped.
 }
 
 // Start restores the node from storage, replaying snapshot and log into the
@@ -350,6 +357,20 @@ func (n *Node) ReportUnreachable(id uint64) {
 	}
 }
 
+// ReportLost tells the node that the connection to member id broke. When
+// id leads, a follower does not wait for raft's election timeout (a
+// tickTime) to suspect it: after a short random delay, unless it hears from
+// the leader meanwhile, it calls an election at once, as a leadership
+// transfer does, so that the others vote without waiting either. A leader
+// killed outright is replaced in about the time it takes to notice its
+// connections closing, as with ZooKeeper's followers.
+func (n *Node) ReportLost(id uint64) {
+	select {
+	case n.reportc <- report{id: id, lost: true}:
+	default:
+	}
+}
+
 // ReportSnapshot tells raft that sending a snapshot to member id ended,
 // failed or not.
 func (n *Node) ReportSnapshot(id uint64, failed bool) {
@@ -471,8 +492,12 @@ func (n *Node) run() {
 					break recv
 				}
 			}
+		case <-n.suspectC():
+			n.campaignAgainst(n.suspect)
 		case r := <-n.reportc:
-			if r.snapshot {
+			if r.lost {
+				n.suspectLeader(r.id)
+			} else if r.snapshot {
 				status := raft.SnapshotFinish
 				if r.snapshotErr {
 					status = raft.SnapshotFailure
@@ -518,9 +543,57 @@ func (n *Node) run() {
 // members that are not in the configuration, or stale ones, are dropped by
 // raft itself.
 func (n *Node) step(m raftpb.Message) {
+	if n.suspect != 0 && m.From == n.suspect {
+		// The leader is alive after all.
+		n.clearSuspect()
+	}
 	if err := n.rn.Step(m); err != nil {
 		n.log.Debug("dropped raft message", "type", m.Type, "from", m.From, "err", err)
 	}
+}
+
+// maxSuspectDelay bounds the random wait of a follower that lost its
+// leader's connection before it calls an election: spread out, the
+// followers rarely call theirs at the same moment and split the vote.
+const maxSuspectDelay = 300 * time.Millisecond
+
+// suspectLeader starts the wait before an election when the connection to
+// the leader broke.
+func (n *Node) suspectLeader(id uint64) {
+	st := n.rn.BasicStatus()
+	if id != st.Lead || st.RaftState != raft.StateFollower || n.suspect != 0 {
+		return
+	}
+	n.suspect = id
+	n.suspectTimer = time.NewTimer(rand.N(maxSuspectDelay))
+}
+
+func (n *Node) suspectC() <-chan time.Time {
+	if n.suspectTimer == nil {
+		return nil
+	}
+	return n.suspectTimer.C
+}
+
+func (n *Node) clearSuspect() {
+	if n.suspectTimer != nil {
+		n.suspectTimer.Stop()
+	}
+	n.suspect, n.suspectTimer = 0, nil
+}
+
+// campaignAgainst calls an election if id still leads as far as this node
+// knows. It steps the message a leader sends to hand its leadership over:
+// the election skips the pre-vote, and the other members vote although
+// they heard from the leader within an election timeout.
+func (n *Node) campaignAgainst(id uint64) {
+	n.clearSuspect()
+	st := n.rn.BasicStatus()
+	if st.Lead != id || st.RaftState != raft.StateFollower {
+		return
+	}
+	n.log.Info("the leader's connection broke: calling an election", "leader", id, "term", st.Term)
+	n.step(raftpb.Message{Type: raftpb.MsgTimeoutNow, From: id, To: n.cfg.ID, Term: st.Term})
 }
 
 func (n *Node) propose(p proposal, dropped []proposal) []proposal {
