@@ -364,3 +364,38 @@ func TestEnsembleLostLeaderElection(t *testing.T) {
 	proposeAll(t, lead, 11, 20)
 	awaitApplied(t, ms[1:], sumTo(1, 20), 20)
 }
+
+// A member cut off while the leader trims its in-memory log, with no
+// snapshot taken since (SnapCount 0: none by count), is caught up by a
+// snapshot taken for it.
+func TestEnsembleSnapshotOnDemand(t *testing.T) {
+	r := newRouter(t)
+	ms := startEnsemble(t, r, 3, 0, 0)
+	lead := leaderOf(t, ms)
+	var lagging *member
+	var others []*member
+	for _, m := range ms {
+		if m != lead && lagging == nil {
+			lagging = m
+		} else {
+			others = append(others, m)
+		}
+	}
+	ids := []uint64{1, 2, 3}
+	r.isolate(lagging.id, ids, true)
+	const n = 3 * keepEntries
+	proposeAll(t, lead, 1, n)
+	awaitApplied(t, others, sumTo(1, n), n)
+	first, err := lead.n.mem.FirstIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last, _ := lagging.st.lastIndex(); first <= last+1 {
+		t.Fatalf("leader's log starts at %d, lagging member has up to %d: no snapshot needed", first, last)
+	}
+	r.isolate(lagging.id, ids, false)
+	awaitApplied(t, ms, sumTo(1, n), n)
+	if lagging.st.snapIndex() <= 1 {
+		t.Fatalf("the lagging member caught up without a new snapshot (snapshot at %d)", lagging.st.snapIndex())
+	}
+}

@@ -138,6 +138,9 @@ type Node struct {
 	snapWG   sync.WaitGroup
 	// sendWG counts the goroutines reading a snapshot to send.
 	sendWG sync.WaitGroup
+	// wantSnapshot is set when raft needed a snapshot to catch a member
+	// up and the newest one is older than the in-memory log.
+	wantSnapshot bool
 	// suspect is the leader whose connection broke, while this follower
 	// waits suspectTimer before calling an election (0 when none).
 	suspect      uint64
@@ -260,7 +263,7 @@ func Start(cfg Config) (*Node, error) {
 		ID:                        cfg.ID,
 		ElectionTick:              cfg.ElectionTicks,
 		HeartbeatTick:             cfg.HeartbeatTicks,
-		Storage:                   n.mem,
+		Storage:                   raftLog{n.mem, &n.wantSnapshot},
 		Applied:                   n.applied,
 		MaxSizePerMsg:             1 << 20,
 		MaxCommittedSizePerReady:  64 << 20,
@@ -805,6 +808,32 @@ const (
 	keepBytes   = 16 << 20
 )
 
+// raftLog is the log as raft reads it. trimLog drops entries from memory
+// past the newest snapshot, so that snapshot may not reach the first entry
+// left; a member that needs what lies between cannot be sent it. Snapshot
+// then answers that none is available yet, which raft asks again for
+// later, and asks the loop for a new snapshot, which does reach.
+type raftLog struct {
+	*raft.MemoryStorage
+	wantSnapshot *bool // owned by the loop, as raft's calls are
+}
+
+func (l raftLog) Snapshot() (raftpb.Snapshot, error) {
+	snap, err := l.MemoryStorage.Snapshot()
+	if err != nil {
+		return snap, err
+	}
+	first, err := l.MemoryStorage.FirstIndex()
+	if err != nil {
+		return raftpb.Snapshot{}, err
+	}
+	if snap.Metadata.Index+1 < first {
+		*l.wantSnapshot = true
+		return raftpb.Snapshot{}, raft.ErrSnapshotTemporarilyUnavailable
+	}
+	return snap, nil
+}
+
 // trimLog drops applied entries from the in-memory log beyond the limits,
 // once they are exceeded twice over, so the copying is amortised.
 func (n *Node) trimLog() error {
@@ -852,9 +881,11 @@ type snapResult struct {
 // goroutine encodes it straight into the snapshot file; saveSnapshot
 // records the file once it is durable.
 func (n *Node) maybeSnapshot() error {
-	if n.snapping || n.cfg.SnapCount == 0 || n.applied-n.snapIndex < n.cfg.SnapCount {
+	due := n.cfg.SnapCount != 0 && n.applied-n.snapIndex >= n.cfg.SnapCount
+	if n.snapping || !due && !n.wantSnapshot || n.applied <= n.snapIndex {
 		return nil
 	}
+	n.wantSnapshot = false
 	term, err := n.mem.Term(n.applied)
 	if err != nil {
 		return fmt.Errorf("snapshot at %d: %w", n.applied, err)
