@@ -55,16 +55,39 @@ func (s *Server) ResumeSession(ctx context.Context, c *conn.Conn, id int64, pass
 		return 0, false
 	}
 	s.mu.RLock()
-	_, open := s.fsm.Session(id)
+	sess, open := s.fsm.Session(id)
 	s.mu.RUnlock()
 	if !open {
 		return 0, false
+	}
+	if sess.Owner != s.id {
+		// The session comes from another server of the ensemble: its
+		// writes go through this one from now on.
+		done := make(chan fsm.Result, 1)
+		s.propose(&fsm.Entry{Type: fsm.EntryMoveSession, Session: id}, func(r fsm.Result) { done <- r })
+		select {
+		case r := <-done:
+			switch r.Err {
+			case proto.OK:
+			case proto.ErrSessionExpired:
+				return 0, false
+			default:
+				// No leader to take the move: the client must try again,
+				// not be told its session is gone.
+				c.Close()
+				return 0, false
+			}
+		case <-ctx.Done():
+			c.Close()
+			return 0, false
+		}
 	}
 	s.smu.Lock()
 	if !s.tracker.Touch(session.ID(id), time.Now()) {
 		s.smu.Unlock()
 		return 0, false
 	}
+	s.noteTouch(session.ID(id))
 	old := s.bySession[id]
 	s.bySession[id] = c
 	s.conns[c] = struct{}{}

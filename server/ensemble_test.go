@@ -183,3 +183,21 @@ func TestEnsembleLinearizableReads(t *testing.T) {
 		}
 	}
 }
+
+// A session that reconnects to another server belongs to that one: a write
+// sent through its old connection fails with SessionMoved, as in
+// ZooKeeper, and writes through the new one succeed.
+func TestEnsembleSessionMoved(t *testing.T) {
+	e := collietest.StartEnsemble(t, 3, 0)
+	servers := e.Servers()
+	open := []proto.ACL{{Perms: proto.PermAll, ID: proto.ID{Scheme: "world", ID: "anyone"}}}
+	old := dialRaw(t, servers[0].Addr(), 6000)
+	call(t, old, proto.OpCreate, &proto.CreateRequest{Path: "/before", ACL: open}, &proto.CreateResponse{})
+	moved := redialRaw(t, servers[1].Addr(), old)
+	if code := call(t, moved, proto.OpCreate, &proto.CreateRequest{Path: "/through-new", ACL: open}, &proto.CreateResponse{}); code != proto.OK {
+		t.Fatalf("create through the new server: %v", code)
+	}
+	if code := call(t, old, proto.OpCreate, &proto.CreateRequest{Path: "/through-old", ACL: open}, &proto.CreateResponse{}); code != proto.ErrSessionMoved {
+		t.Fatalf("create through the old connection: %v, want %v", code, proto.ErrSessionMoved)
+	}
+}

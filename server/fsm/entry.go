@@ -30,6 +30,11 @@ const (
 	// check the passwords the others hand out, so the secret is part of
 	// the replicated state. The first leader proposes it.
 	EntrySetSecret EntryType = 5
+	// EntryMoveSession makes the proposing server (Origin) the owner of
+	// a session that reconnected to it: writes of the session that come
+	// through any other server fail with SessionMoved from then on, as in
+	// ZooKeeper.
+	EntryMoveSession EntryType = 6
 )
 
 // SecretLen is the length of the session secret.
@@ -107,7 +112,7 @@ func UnmarshalEntry(b []byte) (*Entry, error) {
 	}
 	e := &Entry{Type: EntryType(b[1])}
 	switch e.Type {
-	case EntryCreateSession, EntryCloseSession, EntryRequest, EntryDeleteContainer, EntrySetSecret:
+	case EntryCreateSession, EntryCloseSession, EntryRequest, EntryDeleteContainer, EntrySetSecret, EntryMoveSession:
 	default:
 		return nil, fmt.Errorf("%w: type %d", ErrUnknownEntry, b[1])
 	}

@@ -150,6 +150,12 @@ func (f *FSM) Apply(index uint64, e *Entry) Result {
 		}
 	case EntryDeleteContainer:
 		res.Err, res.Events = f.deleteContainer(string(e.Body), zxid, e.Time)
+	case EntryMoveSession:
+		if s, ok := f.sessions[e.Session]; ok {
+			s.Owner = e.Origin
+		} else {
+			res.Err = proto.ErrSessionExpired
+		}
 	case EntrySetSecret:
 		// The first secret stays: sessions already hold passwords made
 		// from it. A secret of the wrong length is refused the same way
@@ -216,6 +222,12 @@ func (f *FSM) applyRequest(e *Entry, zxid int64, res *Result) {
 	}
 	if err := proto.Unmarshal(e.Body, req); err != nil {
 		res.Err = proto.ErrMarshallingError
+		return
+	}
+	if s, ok := f.sessions[e.Session]; ok && s.Owner != e.Origin {
+		// The session reconnected to another server since this request
+		// was sent through its old connection.
+		res.Err = proto.ErrSessionMoved
 		return
 	}
 	t := &txn{f: f, e: e, zxid: zxid}

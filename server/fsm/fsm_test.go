@@ -301,3 +301,36 @@ func TestDataDriven(t *testing.T) {
 		})
 	})
 }
+
+// A session belongs to the server that created it until it moves: writes
+// proposed through any other server fail with SessionMoved, and a move of
+// a session that is gone fails with SessionExpired.
+func TestSessionMoves(t *testing.T) {
+	h := &harness{f: New(Options{})}
+	h.apply(t, &Entry{Type: EntryCreateSession, Session: 7, Timeout: 4000, Origin: 1})
+	create := func(origin uint64, path string) proto.Code {
+		return h.apply(t, &Entry{Type: EntryRequest, Session: 7, Origin: origin, Op: proto.OpCreate,
+			Body: proto.Marshal(&proto.CreateRequest{Path: path, ACL: tree.OpenACL})}).Err
+	}
+	if code := create(1, "/a"); code != proto.OK {
+		t.Fatalf("write through the owner: %v", code)
+	}
+	if code := create(2, "/b"); code != proto.ErrSessionMoved {
+		t.Fatalf("write through another server: %v, want %v", code, proto.ErrSessionMoved)
+	}
+	if code := h.apply(t, &Entry{Type: EntryMoveSession, Session: 7, Origin: 2}).Err; code != proto.OK {
+		t.Fatalf("move: %v", code)
+	}
+	if code := create(2, "/c"); code != proto.OK {
+		t.Fatalf("write through the new owner: %v", code)
+	}
+	if code := create(1, "/d"); code != proto.ErrSessionMoved {
+		t.Fatalf("write through the old owner: %v, want %v", code, proto.ErrSessionMoved)
+	}
+	if code := h.apply(t, &Entry{Type: EntryMoveSession, Session: 8, Origin: 2}).Err; code != proto.ErrSessionExpired {
+		t.Fatalf("move of an unknown session: %v, want %v", code, proto.ErrSessionExpired)
+	}
+	if _, ok := h.f.Tree().Get("/b"); ok {
+		t.Fatal("a refused write created /b")
+	}
+}
