@@ -67,6 +67,19 @@ func TestEnsembleServesClients(t *testing.T) {
 		}
 	}
 
+	// The leader's mntr counts its synced followers and observer, and
+	// each member's lag.
+	waitFor(t, "the leader's mntr to show its members", func() bool {
+		out := fourLetter(t, lead.Addr(), "mntr")
+		return strings.Contains(out, "zk_synced_followers\t2\n") && strings.Contains(out, "zk_synced_observers\t1\n") &&
+			strings.Contains(out, "zk_pending_syncs\t0\n") && strings.Contains(out, "collie_member_4_lag\t")
+	})
+	for i, s := range servers {
+		if s != lead && strings.Contains(fourLetter(t, s.Addr(), "mntr"), "zk_synced_followers") {
+			t.Errorf("server %d, not the leader, reports synced followers", i+1)
+		}
+	}
+
 	// A session opened on the observer, with an ephemeral node, moves to
 	// the second server and keeps both.
 	rc := dialRaw(t, servers[3].Addr(), 6000)

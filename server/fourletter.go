@@ -259,11 +259,45 @@ func (s *Server) mntr() string {
 		{"zk_open_file_descriptor_count", fmt.Sprint(openFDs())},
 		{"zk_uptime", fmt.Sprint(time.Since(s.started).Milliseconds())},
 	}
+	if s.mode() == "leader" {
+		lines = append(lines, s.leaderLines()...)
+	}
 	var b strings.Builder
 	for _, l := range lines {
 		fmt.Fprintf(&b, "%s\t%s\n", l[0], l[1])
 	}
 	return b.String()
+}
+
+// leaderLines are the lines of mntr only a leader has, as ZooKeeper's,
+// then Collie's own: each member's lag, in committed entries it lacks.
+func (s *Server) leaderLines() [][2]string {
+	var learners, followers, observers, pending int
+	members := s.node.Members()
+	for _, m := range members {
+		if m.Active {
+			learners++
+		}
+		switch {
+		case m.Sending:
+			pending++
+		case m.Synced && m.Learner:
+			observers++
+		case m.Synced:
+			followers++
+		}
+	}
+	lines := [][2]string{
+		{"zk_learners", fmt.Sprint(learners)},
+		{"zk_synced_followers", fmt.Sprint(followers)},
+		{"zk_synced_non_voting_followers", "0"},
+		{"zk_synced_observers", fmt.Sprint(observers)},
+		{"zk_pending_syncs", fmt.Sprint(pending)},
+	}
+	for _, m := range members {
+		lines = append(lines, [2]string{fmt.Sprintf("collie_member_%d_lag", m.ID), fmt.Sprint(m.Lag)})
+	}
+	return lines
 }
 
 func (s *Server) envi() string {

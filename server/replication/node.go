@@ -2,6 +2,7 @@ package replication
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
+	"go.etcd.io/raft/v3/tracker"
 )
 
 // ErrStopped is returned for work handed to a node that has stopped.
@@ -146,10 +148,11 @@ type Node struct {
 	suspect      uint64
 	suspectTimer *time.Timer
 
-	mu    sync.Mutex
-	state raft.StateType
-	lead  uint64
-	err   error
+	mu      sync.Mutex
+	state   raft.StateType
+	lead    uint64
+	err     error
+	members []Member // as of the last tick, while leading
 
 	stopOnce sync.Once
 }
@@ -383,6 +386,49 @@ func (n *Node) ReportSnapshot(id uint64, failed bool) {
 	}
 }
 
+// Member is what the leader knows of another member's replication.
+type Member struct {
+	ID      uint64
+	Learner bool   // an observer
+	Match   uint64 // the last log index known to be on the member
+	Lag     uint64 // committed entries the member is known to lack
+	Synced  bool   // entries stream to it (not probing, not a snapshot)
+	Sending bool   // a snapshot is being sent to it
+	Active  bool   // heard from within an election timeout
+}
+
+// Members returns, while this node leads, the other members as of the
+// last tick, by id; nil otherwise.
+func (n *Node) Members() []Member {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Clone(n.members)
+}
+
+// noteMembers records the leader's view of the other members.
+func (n *Node) noteMembers() {
+	var members []Member
+	if n.rn.BasicStatus().RaftState == raft.StateLeader {
+		st := n.rn.Status()
+		for id, pr := range st.Progress {
+			if id == n.cfg.ID {
+				continue
+			}
+			members = append(members, Member{
+				ID: id, Learner: pr.IsLearner, Match: pr.Match,
+				Lag:     st.Commit - min(pr.Match, st.Commit),
+				Synced:  pr.State == tracker.StateReplicate,
+				Sending: pr.State == tracker.StateSnapshot,
+				Active:  pr.RecentActive,
+			})
+		}
+		slices.SortFunc(members, func(a, b Member) int { return cmp.Compare(a.ID, b.ID) })
+	}
+	n.mu.Lock()
+	n.members = members
+	n.mu.Unlock()
+}
+
 // Leader returns the id of the leader as this node knows it, 0 when none.
 func (n *Node) Leader() uint64 {
 	n.mu.Lock()
@@ -464,6 +510,7 @@ func (n *Node) run() {
 			return
 		case <-ticker.C:
 			n.rn.Tick()
+			n.noteMembers()
 		case p := <-n.propc:
 			dropped = n.propose(p, dropped)
 			// Take every proposal already queued: they share one fsync.
