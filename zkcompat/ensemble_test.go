@@ -1,7 +1,10 @@
+//go:build linux
+
 package zkcompat
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -13,6 +16,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/collie-io/collie/internal/zkref"
 )
 
 // syncBuffer is an io.Writer several goroutines may write to.
@@ -114,38 +119,66 @@ func TestDevEnsemble(t *testing.T) {
 // clients write through every server while the leader is killed with
 // SIGKILL; a new leader takes over, the old one restarts and catches up,
 // and every write a client saw acknowledged is on every server.
-func TestEnsembleKillLeader(t *testing.T) {
-	const n = 3
+// processEnsemble is an ensemble of collie server processes, each started
+// from its own zoo.cfg with server.N lines and a myid file.
+type processEnsemble struct {
+	addrs []string
+	dirs  []string
+	procs []*serverProcess
+}
+
+// startProcessEnsemble starts n servers with tickTime tick and waits until
+// each serves.
+func startProcessEnsemble(t *testing.T, n int, tick time.Duration) *processEnsemble {
+	t.Helper()
 	root := t.TempDir()
+	e := &processEnsemble{addrs: make([]string, n), dirs: make([]string, n), procs: make([]*serverProcess, n)}
 	var lines []string
-	addrs := make([]string, n)
 	for i := range n {
-		addrs[i] = "127.0.0.1:" + strconv.Itoa(freeLocalPort(t))
+		e.addrs[i] = "127.0.0.1:" + strconv.Itoa(freeLocalPort(t))
 		lines = append(lines, fmt.Sprintf("server.%d=127.0.0.1:%d:%d", i+1, freeLocalPort(t), freeLocalPort(t)))
 	}
-	dirs := make([]string, n)
 	for i := range n {
-		dirs[i] = filepath.Join(root, fmt.Sprintf("s%d", i+1))
-		if err := os.MkdirAll(filepath.Join(dirs[i], "data"), 0o755); err != nil {
+		e.dirs[i] = filepath.Join(root, fmt.Sprintf("s%d", i+1))
+		if err := os.MkdirAll(filepath.Join(e.dirs[i], "data"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dirs[i], "data", "myid"), []byte(strconv.Itoa(i+1)), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(e.dirs[i], "data", "myid"), []byte(strconv.Itoa(i+1)), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, port, _ := strings.Cut(addrs[i], ":")
-		cfg := fmt.Sprintf("tickTime=500\ndataDir=data\nclientPort=%s\nclientPortAddress=127.0.0.1\n4lw.commands.whitelist=*\nadmin.enableServer=false\npreAllocSize=1024\n%s\n",
-			port, strings.Join(lines, "\n"))
-		if err := os.WriteFile(filepath.Join(dirs[i], "zoo.cfg"), []byte(cfg), 0o644); err != nil {
+		_, port, _ := strings.Cut(e.addrs[i], ":")
+		cfg := fmt.Sprintf("tickTime=%d\ndataDir=data\nclientPort=%s\nclientPortAddress=127.0.0.1\n4lw.commands.whitelist=*\nadmin.enableServer=false\npreAllocSize=1024\n%s\n",
+			tick.Milliseconds(), port, strings.Join(lines, "\n"))
+		if err := os.WriteFile(filepath.Join(e.dirs[i], "zoo.cfg"), []byte(cfg), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	procs := make([]*serverProcess, n)
 	for i := range n {
-		procs[i] = startCollie(t, dirs[i], t.Output(), "server", "-c", "zoo.cfg", "-log-level", "warn")
+		e.start(t, i)
 	}
 	for i := range n {
-		procs[i].waitServing(t, addrs[i], "srvr", "Zookeeper version: ")
+		e.procs[i].waitServing(t, e.addrs[i], "srvr", "Zookeeper version: ")
 	}
+	return e
+}
+
+// start starts server i (again).
+func (e *processEnsemble) start(t *testing.T, i int) {
+	t.Helper()
+	e.procs[i] = startCollie(t, e.dirs[i], t.Output(), "server", "-c", "zoo.cfg", "-log-level", "warn")
+}
+
+// restart starts server i again and waits until it serves.
+func (e *processEnsemble) restart(t *testing.T, i int) {
+	t.Helper()
+	e.start(t, i)
+	e.procs[i].waitServing(t, e.addrs[i], "srvr", "Zookeeper version: ")
+}
+
+func TestEnsembleKillLeader(t *testing.T) {
+	const n = 3
+	e := startProcessEnsemble(t, n, 500*time.Millisecond)
+	addrs, procs := e.addrs, e.procs
 	lead := awaitLeader(t, addrs, -1)
 
 	// One writer per server, each writing its own keys; a write counts
@@ -198,8 +231,7 @@ func TestEnsembleKillLeader(t *testing.T) {
 	if count() < before+100 {
 		t.Fatalf("only %d writes acknowledged after the leader's loss", count()-before)
 	}
-	procs[lead] = startCollie(t, dirs[lead], t.Output(), "server", "-c", "zoo.cfg", "-log-level", "warn")
-	procs[lead].waitServing(t, addrs[lead], "srvr", "Zookeeper version: ")
+	e.restart(t, lead)
 	close(stop)
 	wg.Wait()
 
@@ -218,4 +250,34 @@ func TestEnsembleKillLeader(t *testing.T) {
 		}
 	}
 	t.Logf("%d acknowledged writes on all %d servers", len(acked), n)
+}
+
+// Kazoo's Lock on an ensemble whose leader is killed: the lock goes on
+// being taken, by one holder at a time.
+func TestKazooLockSurvivesLeaderKill(t *testing.T) {
+	python, err := zkref.Python()
+	zkref.Require(t, err)
+	e := startProcessEnsemble(t, 3, 500*time.Millisecond)
+	lead := awaitLeader(t, e.addrs, -1)
+	path, err := filepath.Abs(filepath.Join("testdata", "kazoo", "ensemble_lock.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), kazooScriptTimeout)
+	defer cancel()
+	p := startInteropProcess(ctx, t, true, []string{"PYTHONDONTWRITEBYTECODE=1"}, python, path, strings.Join(e.addrs, ","))
+	if _, err := p.out.waitFor(ctx, p.done, 0, func(l string) bool { return l == "READY" }); err != nil {
+		t.Fatalf("ensemble_lock.py did not get ready: %v\noutput:\n%s", err, p.out)
+	}
+	e.procs[lead].kill(t)
+	if _, err := p.stdin.Write([]byte("killed\n")); err != nil {
+		t.Fatal(err)
+	}
+	exit, err := p.wait()
+	if exit != 0 || err != nil {
+		t.Fatalf("ensemble_lock.py: exit code %d (%v)\noutput:\n%s", exit, err, p.out)
+	}
+	if lines := p.out.Lines(); len(lines) == 0 || lines[len(lines)-1] != "PASS" {
+		t.Fatalf("ensemble_lock.py exited without PASS\noutput:\n%s", p.out)
+	}
 }
