@@ -3,6 +3,7 @@ module github.com/collie-io/collie
 go 1.26.8
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/cockroachdb/datadriven v1.0.3
 	github.com/creack/pty v1.1.24
 	github.com/go-zookeeper/zk v1.0.4
