@@ -49,8 +49,9 @@ log4j.appender.STDERR.layout.ConversionPattern=%d{HH:mm:ss,SSS} %-5p [%t:%C{1}@%
 
 // TestCurator runs Apache Curator's recipes (locks, leader election,
 // caches, transactions, counters, persistent watches and nodes, TTL nodes)
-// against a Collie server, and the same program against ZooKeeper 3.8 to
-// show that the program's expectations are ZooKeeper's.
+// against a Collie server and a Collie ensemble, and the same program
+// against ZooKeeper 3.8 to show that the program's expectations are
+// ZooKeeper's.
 func TestCurator(t *testing.T) {
 	java, err := zkref.Java()
 	zkref.Require(t, err)
@@ -73,6 +74,9 @@ func TestCurator(t *testing.T) {
 		}},
 		// collietest enables TTL nodes and checks them every 100ms.
 		{"collie", func(t *testing.T) string { return collietest.Start(t).Addr() }},
+		// The same through a connect string naming the three servers of
+		// an ensemble.
+		{"collie-ensemble", func(t *testing.T) string { return collietest.StartEnsemble(t, 3, 0).ConnectString() }},
 	}
 	for _, srv := range servers {
 		t.Run("server="+srv.name, func(t *testing.T) {
