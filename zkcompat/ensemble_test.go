@@ -281,3 +281,41 @@ func TestKazooLockSurvivesLeaderKill(t *testing.T) {
 		t.Fatalf("ensemble_lock.py exited without PASS\noutput:\n%s", p.out)
 	}
 }
+
+// Curator's InterProcessMutex and LeaderLatch on an ensemble whose leader
+// is killed: the mutex goes on being taken, one holder at a time, and the
+// latch has one leader again.
+func TestCuratorSurvivesLeaderKill(t *testing.T) {
+	java, err := zkref.Java()
+	zkref.Require(t, err)
+	classpath, err := zkref.CuratorClasspath()
+	zkref.Require(t, err)
+	program, err := filepath.Abs("testdata/curator/CuratorEnsemble.java")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := startProcessEnsemble(t, 3, 500*time.Millisecond)
+	lead := awaitLeader(t, e.addrs, -1)
+	dir := t.TempDir()
+	log4j := filepath.Join(dir, "log4j.properties")
+	if err := os.WriteFile(log4j, []byte(curatorLog4j), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), curatorTimeout)
+	defer cancel()
+	p := startInteropProcess(ctx, t, true, nil, java,
+		"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-XX:-UsePerfData",
+		"-Djava.io.tmpdir="+dir, "-Dlog4j.configuration=file:"+log4j,
+		"-cp", classpath, program, strings.Join(e.addrs, ","))
+	if _, err := p.out.waitFor(ctx, p.done, 0, func(l string) bool { return l == "READY" }); err != nil {
+		t.Fatalf("CuratorEnsemble did not get ready: %v\noutput:\n%s", err, p.out)
+	}
+	e.procs[lead].kill(t)
+	if _, err := p.stdin.Write([]byte("killed\n")); err != nil {
+		t.Fatal(err)
+	}
+	exit, err := p.wait()
+	if lines := p.out.Lines(); exit != 0 || err != nil || len(lines) == 0 || lines[len(lines)-1] != "PASS" {
+		t.Fatalf("CuratorEnsemble: exit code %d (%v)\noutput:\n%s", exit, err, p.out)
+	}
+}
