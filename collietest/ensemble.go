@@ -92,3 +92,29 @@ func (e *Ensemble) Stop() {
 		s.Stop()
 	}
 }
+
+// Isolate cuts server i (from 0) off the others, in both directions, as a
+// network partition would, until Heal: it keeps its client connections,
+// but no message passes between it and any other server.
+func (e *Ensemble) Isolate(i int) { e.partition(i, true) }
+
+// Heal ends Isolate(i).
+func (e *Ensemble) Heal(i int) { e.partition(i, false) }
+
+func (e *Ensemble) partition(i int, cut bool) {
+	ids := make([]uint64, len(e.servers))
+	for j := range e.servers {
+		ids[j] = uint64(j + 1)
+	}
+	target := uint64(i + 1)
+	for j, s := range e.servers {
+		if s.srv == nil {
+			continue
+		}
+		if j == i {
+			s.srv.Isolate(ids, cut)
+		} else {
+			s.srv.Isolate([]uint64{target}, cut)
+		}
+	}
+}

@@ -203,3 +203,19 @@ func (s *Server) receiveApp(from uint64, data []byte) error {
 // IsLeader reports whether this server leads its ensemble (a standalone
 // server always does).
 func (s *Server) IsLeader() bool { return s.node.IsLeader() }
+
+// Isolate cuts (true) or restores (false) this server's links to every
+// other server of its ensemble, in both directions as far as this server
+// is concerned; cut the other ends too for a clean partition. For tests.
+func (s *Server) Isolate(peers []uint64, cut bool) {
+	if s.transport == nil {
+		return
+	}
+	for _, id := range peers {
+		if id != s.id {
+			// Every id given is a configured member, known to the
+			// transport.
+			_ = s.transport.Cut(id, cut)
+		}
+	}
+}

@@ -214,3 +214,56 @@ func TestEnsembleSessionMoved(t *testing.T) {
 		t.Fatalf("create through the old connection: %v, want %v", code, proto.ErrSessionMoved)
 	}
 }
+
+// A leader cut off from the others stops serving writes, the majority
+// elects another and goes on, and once the partition heals the old leader
+// has the majority's writes and none of its own refused ones.
+func TestEnsemblePartitionedLeader(t *testing.T) {
+	e := collietest.StartEnsemble(t, 3, 0)
+	servers := e.Servers()
+	old := e.Leader()
+	oldIndex, other := 0, servers[0]
+	for i, s := range servers {
+		if s == old {
+			oldIndex = i
+		} else {
+			other = s
+		}
+	}
+	open := []proto.ACL{{Perms: proto.PermAll, ID: proto.ID{Scheme: "world", ID: "anyone"}}}
+	cut := dialRaw(t, old.Addr(), 6000)
+	e.Isolate(oldIndex)
+
+	// The write through the isolated leader never succeeds: raft cannot
+	// commit it, and the server ends the connection when it steps down.
+	code, err := cut.Do(proto.OpCreate, &proto.CreateRequest{Path: "/minority", ACL: open}, &proto.CreateResponse{})
+	if err == nil && code == proto.OK {
+		t.Fatal("a write through the isolated leader was acknowledged")
+	}
+
+	c := dialRaw(t, other.Addr(), 6000)
+	waitFor(t, "a write through the majority", func() bool {
+		code, err := c.Do(proto.OpCreate, &proto.CreateRequest{Path: "/majority", ACL: open}, &proto.CreateResponse{})
+		if err != nil {
+			c = redialRaw(t, other.Addr(), c)
+			return false
+		}
+		return code == proto.OK || code == proto.ErrNodeExists
+	})
+	// Raft's check-quorum makes a leader that hears from no majority step
+	// down.
+	waitFor(t, "the isolated leader to step down", func() bool { return !old.Server().IsLeader() })
+
+	e.Heal(oldIndex)
+	healed, _ := connect(t, old.Addr())
+	waitFor(t, "the old leader to catch up", func() bool {
+		if _, err := healed.Sync("/"); err != nil {
+			return false
+		}
+		ok, _, err := healed.Exists("/majority")
+		return err == nil && ok
+	})
+	if ok, _, err := healed.Exists("/minority"); err != nil || ok {
+		t.Fatalf("the refused write is on the old leader: %v, %v", ok, err)
+	}
+}

@@ -51,6 +51,8 @@ type peer struct {
 	// connected is set while the stream connection is up: Send drops at
 	// once otherwise, rather than fill the queue for a peer that is down.
 	connected atomic.Bool
+	// cut drops every message to and from the peer (Transport.Cut).
+	cut atomic.Bool
 
 	in, inSnap slot
 
@@ -121,7 +123,7 @@ func signal(c chan struct{}) {
 }
 
 func (p *peer) enqueue(o outgoing) {
-	if !p.connected.Load() {
+	if !p.connected.Load() || p.cut.Load() {
 		p.drop(&o)
 		return
 	}
@@ -139,6 +141,12 @@ func (p *peer) drop(o *outgoing) {
 }
 
 func (p *peer) sendSnapshot(m raftpb.Message) {
+	if p.cut.Load() {
+		p.snapsFailed.Add(1)
+		p.dropped.Add(1)
+		signal(p.snapDropped)
+		return
+	}
 	select {
 	case p.snapc <- m:
 	default:

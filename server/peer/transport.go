@@ -280,6 +280,21 @@ func (t *Transport) Send(msgs []raftpb.Message) {
 	}
 }
 
+// errCut refuses a snapshot from a peer whose link is cut.
+var errCut = errors.New("peer: the link to this peer is cut")
+
+// Cut drops (cut true) or lets through again (false) every message to and
+// from peer id, as a network partition would, while the connections stay
+// up. It is for tests that partition an ensemble.
+func (t *Transport) Cut(id uint64, cut bool) error {
+	p := (*t.peers.Load())[id]
+	if p == nil {
+		return fmt.Errorf("%w: %d", ErrUnknownPeer, id)
+	}
+	p.cut.Store(cut)
+	return nil
+}
+
 // SendApp queues an application message for peer to, as Send does; it is
 // delivered in order with the raft messages sent to that peer. data must
 // not be changed afterwards. It returns ErrUnknownPeer for an id that is
@@ -537,9 +552,11 @@ func (t *Transport) readStream(p *peer, fr *frameReader) error {
 			if err := checkMessage(&m, p.id, t.cfg.ID, kindStream); err != nil {
 				return err
 			}
-			t.cfg.Raft(m)
+			if !p.cut.Load() {
+				t.cfg.Raft(m)
+			}
 		case frameApp:
-			if t.cfg.App != nil {
+			if t.cfg.App != nil && !p.cut.Load() {
 				t.cfg.App(p.id, bytes.Clone(payload))
 			}
 		}
@@ -555,6 +572,9 @@ func (t *Transport) readSnapshot(p *peer, fr *frameReader, conn net.Conn) error 
 	}
 	if err := checkMessage(&m, p.id, t.cfg.ID, kindSnapshot); err != nil {
 		return err
+	}
+	if p.cut.Load() {
+		return errCut
 	}
 	p.received.Add(1)
 	p.receivedBytes.Add(uint64(headerSize + m.Size()))
