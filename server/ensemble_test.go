@@ -1,13 +1,17 @@
 package server_test
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/collie-io/collie/client"
 	"github.com/collie-io/collie/collietest"
 	"github.com/collie-io/collie/proto"
 	"github.com/collie-io/collie/server/config"
@@ -265,5 +269,84 @@ func TestEnsemblePartitionedLeader(t *testing.T) {
 	})
 	if ok, _, err := healed.Exists("/minority"); err != nil || ok {
 		t.Fatalf("the refused write is on the old leader: %v, %v", ok, err)
+	}
+}
+
+// A client whose server goes away reconnects to another server of the
+// ensemble with its session; the one-shot watch it had set there is set
+// again, and fires exactly once for the change made while it was away.
+func TestEnsembleWatchesMoveWithTheSession(t *testing.T) {
+	e := collietest.StartEnsemble(t, 3, 0)
+	// The client starts on a follower and moves to the other one; the
+	// writer works through the leader, which stays.
+	lead := e.Leader()
+	servers := []*collietest.Server{}
+	for _, s := range e.Servers() {
+		if s != lead {
+			servers = append(servers, s)
+		}
+	}
+	servers = append(servers, lead)
+	ctx := t.Context()
+	// The client dials whichever server target names, whatever address it
+	// asks for: first one follower, then, once that one is gone, the
+	// other.
+	var target atomic.Value
+	target.Store(servers[0].Addr())
+	dial := func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, target.Load().(string))
+	}
+	c, err := client.Dial(ctx, "127.0.0.1:1", client.Config{SessionTimeout: 2 * time.Second, Dial: dial})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	writer, err := client.Dial(ctx, servers[2].Addr(), client.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Close()
+	if _, _, err := writer.Create(ctx, "/w", []byte("0"), client.ModePersistent, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Sync(ctx, "/w"); err != nil {
+		t.Fatal(err)
+	}
+	_, _, events, err := c.GetW(ctx, "/w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	session := c.SessionID()
+
+	servers[0].Stop()
+	if _, err := writer.Set(ctx, "/w", []byte("1"), -1); err != nil {
+		t.Fatal(err)
+	}
+	target.Store(servers[1].Addr())
+	select {
+	case ev := <-events:
+		if ev.Type != client.EventNodeDataChanged || ev.Path != "/w" {
+			t.Fatalf("event %+v, want a data change of /w", ev)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("no event for the change made while the client was away")
+	}
+	if c.SessionID() != session {
+		t.Fatalf("session %#x after the move, want %#x", c.SessionID(), session)
+	}
+	// One-shot: the next change fires nothing on that watch.
+	if _, err := writer.Set(ctx, "/w", []byte("2"), -1); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Sync(ctx, "/w"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev, ok := <-events:
+		if ok {
+			t.Fatalf("a second event on a one-shot watch: %+v", ev)
+		}
+	default:
 	}
 }
