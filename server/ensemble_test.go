@@ -350,3 +350,29 @@ func TestEnsembleWatchesMoveWithTheSession(t *testing.T) {
 	default:
 	}
 }
+
+// Without a quorum no write is acknowledged; with one back, writes go on.
+func TestEnsembleQuorumLossStopsWrites(t *testing.T) {
+	e := collietest.StartEnsemble(t, 3, 0)
+	servers := e.Servers()
+	open := []proto.ACL{{Perms: proto.PermAll, ID: proto.ID{Scheme: "world", ID: "anyone"}}}
+	c := dialRaw(t, servers[0].Addr(), 6000)
+	call(t, c, proto.OpCreate, &proto.CreateRequest{Path: "/before", ACL: open}, &proto.CreateResponse{})
+	servers[1].Stop()
+	servers[2].Stop()
+	waitFor(t, "server 1 to lose its leader", func() bool { return !servers[0].Server().IsLeader() })
+	code, err := c.Do(proto.OpCreate, &proto.CreateRequest{Path: "/alone", ACL: open}, &proto.CreateResponse{})
+	if err == nil && code == proto.OK {
+		t.Fatal("a write was acknowledged by one server of three")
+	}
+	servers[1].Restart()
+	c2 := dialRaw(t, servers[1].Addr(), 6000)
+	waitFor(t, "a write with a quorum back", func() bool {
+		code, err := c2.Do(proto.OpCreate, &proto.CreateRequest{Path: "/after", ACL: open}, &proto.CreateResponse{})
+		if err != nil {
+			c2 = dialRaw(t, servers[1].Addr(), 6000)
+			return false
+		}
+		return code == proto.OK || code == proto.ErrNodeExists
+	})
+}
