@@ -13,6 +13,7 @@ import (
 
 	"github.com/collie-io/collie/client"
 	"github.com/collie-io/collie/collietest"
+	"github.com/collie-io/collie/internal/zkwire"
 	"github.com/collie-io/collie/proto"
 	"github.com/collie-io/collie/server/config"
 )
@@ -90,7 +91,7 @@ func TestEnsembleServesClients(t *testing.T) {
 	open := []proto.ACL{{Perms: proto.PermAll, ID: proto.ID{Scheme: "world", ID: "anyone"}}}
 	call(t, rc, proto.OpCreate, &proto.CreateRequest{Path: "/eph", ACL: open, Flags: proto.ModeEphemeral}, &proto.CreateResponse{})
 	rc.Close()
-	rc2 := redialRaw(t, servers[1].Addr(), rc)
+	rc2 := resume(t, servers[1].Addr(), rc)
 	// Reads are served by the server itself, which may not have applied
 	// the create yet: sync first, as a client moving between servers would
 	// be protected by its last seen zxid.
@@ -128,19 +129,19 @@ func TestEnsembleSurvivesLeaderLoss(t *testing.T) {
 	for _, s := range e.Servers() {
 		if s != old && s != lead && s != follower {
 			on = s
-			rc = redialRaw(t, on.Addr(), rc)
+			rc = resume(t, on.Addr(), rc)
 		}
 	}
 	// Keep the session busy for longer than its timeout: its activity on
 	// a follower must reach the new leader. A server that learns of the
 	// new leader late ends the connections with requests in flight, as
 	// ZooKeeper's followers do; the client reconnects with its session,
-	// which redialRaw checks is still valid.
+	// which resume checks is still valid.
 	deadline := time.Now().Add(3 * time.Duration(rc.TimeOut) * time.Millisecond)
 	for i := 0; time.Now().Before(deadline); i++ {
 		code, err := rc.Do(proto.OpCreate, &proto.CreateRequest{Path: fmt.Sprintf("/after%d", i), ACL: open}, &proto.CreateResponse{})
 		if err != nil {
-			rc = redialRaw(t, on.Addr(), rc)
+			rc = resume(t, on.Addr(), rc)
 			continue
 		}
 		if code != proto.OK {
@@ -210,7 +211,7 @@ func TestEnsembleSessionMoved(t *testing.T) {
 	open := []proto.ACL{{Perms: proto.PermAll, ID: proto.ID{Scheme: "world", ID: "anyone"}}}
 	old := dialRaw(t, servers[0].Addr(), 6000)
 	call(t, old, proto.OpCreate, &proto.CreateRequest{Path: "/before", ACL: open}, &proto.CreateResponse{})
-	moved := redialRaw(t, servers[1].Addr(), old)
+	moved := resume(t, servers[1].Addr(), old)
 	if code := call(t, moved, proto.OpCreate, &proto.CreateRequest{Path: "/through-new", ACL: open}, &proto.CreateResponse{}); code != proto.OK {
 		t.Fatalf("create through the new server: %v", code)
 	}
@@ -245,14 +246,10 @@ func TestEnsemblePartitionedLeader(t *testing.T) {
 		t.Fatal("a write through the isolated leader was acknowledged")
 	}
 
-	c := dialRaw(t, other.Addr(), 6000)
+	// While the majority elects a new leader, opening a session or writing
+	// may end the connection: try again.
 	waitFor(t, "a write through the majority", func() bool {
-		code, err := c.Do(proto.OpCreate, &proto.CreateRequest{Path: "/majority", ACL: open}, &proto.CreateResponse{})
-		if err != nil {
-			c = redialRaw(t, other.Addr(), c)
-			return false
-		}
-		return code == proto.OK || code == proto.ErrNodeExists
+		return tryCreate(other.Addr(), "/majority")
 	})
 	// Raft's check-quorum makes a leader that hears from no majority step
 	// down.
@@ -366,13 +363,45 @@ func TestEnsembleQuorumLossStopsWrites(t *testing.T) {
 		t.Fatal("a write was acknowledged by one server of three")
 	}
 	servers[1].Restart()
-	c2 := dialRaw(t, servers[1].Addr(), 6000)
-	waitFor(t, "a write with a quorum back", func() bool {
-		code, err := c2.Do(proto.OpCreate, &proto.CreateRequest{Path: "/after", ACL: open}, &proto.CreateResponse{})
-		if err != nil {
-			c2 = dialRaw(t, servers[1].Addr(), 6000)
-			return false
+	waitFor(t, "a write with a quorum back", func() bool { return tryCreate(servers[1].Addr(), "/after") })
+}
+
+// tryCreate opens a session on addr and creates path through it, reporting
+// whether path exists afterwards; a connection that ends on the way (a
+// leader being elected) is a false.
+func tryCreate(addr, path string) bool {
+	c, err := zkwire.Dial(addr, 6000)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	if c.TimeOut <= 0 {
+		return false
+	}
+	open := []proto.ACL{{Perms: proto.PermAll, ID: proto.ID{Scheme: "world", ID: "anyone"}}}
+	code, err := c.Do(proto.OpCreate, &proto.CreateRequest{Path: path, ACL: open}, &proto.CreateResponse{})
+	return err == nil && (code == proto.OK || code == proto.ErrNodeExists)
+}
+
+// resume reconnects the session of old to addr. While a leader is being
+// elected the server may end the connection before answering (it cannot
+// yet record the session's move): that is tried again; a session the
+// server says has expired fails the test.
+func resume(t *testing.T, addr string, old *zkwire.Conn) *zkwire.Conn {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		c, err := zkwire.Handshake(addr, &proto.ConnectRequest{TimeOut: old.TimeOut, SessionID: old.Session, Passwd: old.Passwd})
+		if err == nil {
+			t.Cleanup(func() { c.Close() })
+			if c.TimeOut <= 0 {
+				t.Fatalf("session %#x expired on moving to %s", old.Session, addr)
+			}
+			return c
 		}
-		return code == proto.OK || code == proto.ErrNodeExists
-	})
+		if time.Now().After(deadline) {
+			t.Fatalf("session %#x not resumed on %s within 15s: %v", old.Session, addr, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
