@@ -106,21 +106,9 @@ func TestCurator(t *testing.T) {
 func runCurator(t *testing.T, java, classpath, program, addr string) (string, error) {
 	t.Helper()
 	dir := t.TempDir()
-	log4j := filepath.Join(dir, "log4j.properties")
-	if err := os.WriteFile(log4j, []byte(curatorLog4j), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(t.Context(), curatorTimeout)
 	defer cancel()
-	args := []string{
-		// The program lives for seconds: start fast rather than run fast.
-		"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-XX:-UsePerfData",
-		"-Djava.io.tmpdir=" + dir,
-		"-Dlog4j.configuration=file:" + log4j,
-		"-cp", classpath,
-		// Source-file mode: java compiles the program in memory first.
-		program, addr,
-	}
+	args := curatorArgs(t, dir, classpath, program, addr)
 	cmd := exec.CommandContext(ctx, java, slices.Concat(args, curatorScenarios)...)
 	cmd.Dir = dir
 	var out bytes.Buffer
@@ -132,6 +120,26 @@ func runCurator(t *testing.T, java, classpath, program, addr string) (string, er
 		err = ctx.Err()
 	}
 	return out.String(), err
+}
+
+// curatorArgs returns the java command line, after "java", that runs a
+// Curator program from source against addr, with its log4j configuration
+// and temporary files in dir.
+func curatorArgs(t *testing.T, dir, classpath, program, addr string) []string {
+	t.Helper()
+	log4j := filepath.Join(dir, "log4j.properties")
+	if err := os.WriteFile(log4j, []byte(curatorLog4j), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return []string{
+		// The program lives for seconds: start fast rather than run fast.
+		"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-XX:-UsePerfData",
+		"-Djava.io.tmpdir=" + dir,
+		"-Dlog4j.configuration=file:" + log4j,
+		"-cp", classpath,
+		// Source-file mode: java compiles the program in memory first.
+		program, addr,
+	}
 }
 
 // curatorResults maps each scenario to the PASS or FAIL line the program

@@ -296,17 +296,9 @@ func TestCuratorSurvivesLeaderKill(t *testing.T) {
 	}
 	e := startProcessEnsemble(t, 3, 500*time.Millisecond)
 	lead := awaitLeader(t, e.addrs, -1)
-	dir := t.TempDir()
-	log4j := filepath.Join(dir, "log4j.properties")
-	if err := os.WriteFile(log4j, []byte(curatorLog4j), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(t.Context(), curatorTimeout)
 	defer cancel()
-	p := startInteropProcess(ctx, t, true, nil, java,
-		"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-XX:-UsePerfData",
-		"-Djava.io.tmpdir="+dir, "-Dlog4j.configuration=file:"+log4j,
-		"-cp", classpath, program, strings.Join(e.addrs, ","))
+	p := startInteropProcess(ctx, t, true, nil, java, curatorArgs(t, t.TempDir(), classpath, program, strings.Join(e.addrs, ","))...)
 	if _, err := p.out.waitFor(ctx, p.done, 0, func(l string) bool { return l == "READY" }); err != nil {
 		t.Fatalf("CuratorEnsemble did not get ready: %v\noutput:\n%s", err, p.out)
 	}

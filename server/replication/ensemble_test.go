@@ -314,15 +314,7 @@ func TestEnsembleSnapshotCatchUp(t *testing.T) {
 	}
 	proposeAll(t, lead, 1, 600)
 	awaitApplied(t, others, sumTo(1, 600), 600)
-	// The leader's in-memory log no longer reaches back to the lagging
-	// member's last entry.
-	first, err := lead.n.mem.FirstIndex()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if last, _ := lagging.st.lastIndex(); first <= last+1 {
-		t.Fatalf("leader's log starts at %d, lagging member has up to %d: no snapshot needed", first, last)
-	}
+	needsSnapshot(t, lead, lagging)
 	r.isolate(lagging.id, ids, false)
 	awaitApplied(t, ms, sumTo(1, 600), 600)
 	if lagging.st.snapIndex() == 0 {
@@ -386,16 +378,24 @@ func TestEnsembleSnapshotOnDemand(t *testing.T) {
 	const n = 3 * keepEntries
 	proposeAll(t, lead, 1, n)
 	awaitApplied(t, others, sumTo(1, n), n)
+	needsSnapshot(t, lead, lagging)
+	r.isolate(lagging.id, ids, false)
+	awaitApplied(t, ms, sumTo(1, n), n)
+	if lagging.st.snapIndex() <= 1 {
+		t.Fatalf("the lagging member caught up without a new snapshot (snapshot at %d)", lagging.st.snapIndex())
+	}
+}
+
+// needsSnapshot checks that the leader's in-memory log no longer reaches
+// back to the lagging member's last entry, so only a snapshot can catch it
+// up.
+func needsSnapshot(t *testing.T, lead, lagging *member) {
+	t.Helper()
 	first, err := lead.n.mem.FirstIndex()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if last, _ := lagging.st.lastIndex(); first <= last+1 {
 		t.Fatalf("leader's log starts at %d, lagging member has up to %d: no snapshot needed", first, last)
-	}
-	r.isolate(lagging.id, ids, false)
-	awaitApplied(t, ms, sumTo(1, n), n)
-	if lagging.st.snapIndex() <= 1 {
-		t.Fatalf("the lagging member caught up without a new snapshot (snapshot at %d)", lagging.st.snapIndex())
 	}
 }
