@@ -28,6 +28,9 @@ func (s *Server) negotiate(requested time.Duration) time.Duration {
 
 // OpenSession creates a session through the log.
 func (s *Server) OpenSession(ctx context.Context, c *conn.Conn, requested time.Duration, readOnly bool) (int64, []byte, time.Duration, error) {
+	if s.refusing.Load() {
+		return 0, nil, 0, errNotServing
+	}
 	timeout := s.negotiate(requested)
 	id := int64(s.ids.Next())
 	done := make(chan fsm.Result, 1)
@@ -51,6 +54,11 @@ func (s *Server) OpenSession(ctx context.Context, c *conn.Conn, requested time.D
 
 // ResumeSession reattaches a session after a reconnect.
 func (s *Server) ResumeSession(ctx context.Context, c *conn.Conn, id int64, passwd []byte, requested time.Duration) (time.Duration, bool) {
+	if s.refusing.Load() {
+		// Not an expiry: the client must try another server.
+		c.Close()
+		return 0, false
+	}
 	if !session.CheckPassword(s.sessionSecret(), session.ID(id), passwd) {
 		return 0, false
 	}

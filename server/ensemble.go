@@ -173,6 +173,41 @@ func (s *Server) failWaiters(old uint64) {
 	}
 }
 
+// errNotServing refuses a session while this server serves no clients.
+var errNotServing = errors.New("server: no leader: this server does not serve clients until one is elected")
+
+// checkLeaderless stops serving clients once this server of an ensemble has
+// known no leader for longer than the shortest session timeout: what it
+// would read may be stale by then, and it cannot keep sessions alive. As a
+// ZooKeeper server that lost its quorum, it closes its client connections
+// and refuses sessions until a leader is back; clients move to a server
+// that has one. The four-letter words still answer.
+func (s *Server) checkLeaderless(now time.Time, leader uint64) {
+	if s.cfg.Standalone {
+		return
+	}
+	if leader != 0 {
+		s.leaderlessSince = time.Time{}
+		if s.refusing.Swap(false) {
+			s.log.Info("a leader is known again: serving clients", "leader", leader)
+		}
+		return
+	}
+	if s.leaderlessSince.IsZero() {
+		s.leaderlessSince = now
+		return
+	}
+	if now.Sub(s.leaderlessSince) < s.cfg.MinSessionTimeout || s.refusing.Load() {
+		return
+	}
+	s.refusing.Store(true)
+	conns := s.connections()
+	s.log.Warn("no leader: closing client connections until one is elected", "without_leader", now.Sub(s.leaderlessSince).Round(time.Millisecond), "connections", len(conns))
+	for _, c := range conns {
+		c.Close()
+	}
+}
+
 // receiveApp handles a message from another server of the ensemble.
 func (s *Server) receiveApp(from uint64, data []byte) error {
 	if len(data) == 0 {

@@ -405,3 +405,34 @@ func resume(t *testing.T, addr string, old *zkwire.Conn) *zkwire.Conn {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// A follower cut off from the others stops serving clients once it has
+// known no leader for the shortest session timeout: its connections close,
+// new sessions are refused, isro says null; once healed, it serves again.
+func TestEnsembleLeaderlessServerStopsServing(t *testing.T) {
+	e := collietest.StartEnsemble(t, 3, 0)
+	lead := e.Leader()
+	fi, f := 0, (*collietest.Server)(nil)
+	for i, s := range e.Servers() {
+		if s != lead {
+			fi, f = i, s
+			break
+		}
+	}
+	rc := dialRaw(t, f.Addr(), 6000)
+	if out := fourLetter(t, f.Addr(), "isro"); out != "rw" {
+		t.Fatalf("isro on a follower with a leader: %q", out)
+	}
+	e.Isolate(fi)
+	waitFor(t, "the cut-off follower to stop serving", func() bool { return fourLetter(t, f.Addr(), "isro") == "null" })
+	expectClosed(t, rc)
+	if c, err := zkwire.Dial(f.Addr(), 6000); err == nil {
+		c.Close()
+		if c.TimeOut > 0 {
+			t.Fatal("a server without a leader opened a session")
+		}
+	}
+	e.Heal(fi)
+	waitFor(t, "the healed follower to serve again", func() bool { return fourLetter(t, f.Addr(), "isro") == "rw" })
+	waitFor(t, "a write through the healed follower", func() bool { return tryCreate(f.Addr(), "/back") })
+}

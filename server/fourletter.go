@@ -114,6 +114,10 @@ func (s *Server) FourLetter(cmd string) (string, bool) {
 	case "conf":
 		return strings.Join(s.cfg.ConfLines(s.runtime()), "\n") + "\n", true
 	case "isro":
+		if s.refusing.Load() {
+			// As ZooKeeper's answer when it serves no clients.
+			return "null", true
+		}
 		return "rw", true
 	case "dirs":
 		rt := s.runtime()

@@ -32,6 +32,7 @@ func (s *Server) expireSessions(ctx context.Context) {
 				}
 				leader = l
 			}
+			s.checkLeaderless(now, leader)
 			wasLeading := leading
 			leading = s.node.IsLeader()
 			if !leading {

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/raft/v3/raftpb"
@@ -71,6 +72,11 @@ type Server struct {
 	// a standalone server. transport is the same, as itself.
 	peers     appSender
 	transport *peer.Transport
+	// refusing is set while this server of an ensemble has known no leader
+	// for too long to serve clients (checkLeaderless); leaderlessSince is
+	// when it lost the last one, owned by expireSessions.
+	refusing        atomic.Bool
+	leaderlessSince time.Time
 
 	ln      net.Listener
 	lnReady chan struct{}
