@@ -117,6 +117,7 @@ type Node struct {
 	donec   chan struct{}
 	leader  chan struct{} // closed once this node has been leader
 	known   chan struct{} // closed once this node has known a leader
+	exited  chan struct{} // closed once run reads no more, before donec
 
 	// Owned by run.
 	applied   uint64
@@ -196,6 +197,7 @@ func Start(cfg Config) (*Node, error) {
 		donec:        make(chan struct{}),
 		leader:       make(chan struct{}),
 		known:        make(chan struct{}),
+		exited:       make(chan struct{}),
 		pendingReads: make(map[string][]readRequest),
 		snapc:        make(chan snapResult, 1),
 	}
@@ -349,7 +351,7 @@ func (n *Node) ReadIndex(done func(index uint64, err error)) {
 func (n *Node) Step(m raftpb.Message) {
 	select {
 	case n.recvc <- m:
-	case <-n.donec:
+	case <-n.exited:
 	}
 }
 
@@ -382,7 +384,9 @@ func (n *Node) ReportLost(id uint64) {
 func (n *Node) ReportSnapshot(id uint64, failed bool) {
 	select {
 	case n.reportc <- report{id: id, snapshot: true, snapshotErr: failed}:
-	case <-n.donec:
+	// The loop stops reading before it waits for the goroutines that
+	// send snapshots, which report here.
+	case <-n.exited:
 	}
 }
 
@@ -500,6 +504,7 @@ func (n *Node) run() {
 	// result is dropped) before the storage closes.
 	defer n.snapWG.Wait()
 	defer n.sendWG.Wait()
+	defer close(n.exited)
 	ticker := time.NewTicker(n.cfg.TickInterval)
 	defer ticker.Stop()
 	var dropped []proposal
