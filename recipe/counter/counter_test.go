@@ -1,41 +1,19 @@
 package counter_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/collie-io/collie/client"
-	"github.com/collie-io/collie/collietest"
-	"github.com/collie-io/collie/internal/zkref"
 	"github.com/collie-io/collie/recipe/counter"
+	"github.com/collie-io/collie/recipe/internal/recipetest"
 )
-
-// testTimeout bounds every wait of a test, so that a lost wakeup fails
-// rather than hangs.
-const testTimeout = 20 * time.Second
-
-// servers are the servers every scenario runs against: Collie, and the real
-// ZooKeeper 3.8 to show that the scenario's expectations are ZooKeeper's.
-var servers = []struct {
-	name  string
-	start func(t *testing.T) string
-}{
-	{"collie", func(t *testing.T) string { return collietest.Start(t).Addr() }},
-	{"zookeeper", func(t *testing.T) string {
-		zkref.Require(t, zkref.Available())
-		return zkref.Start(t, zkref.WithTickTime(100*time.Millisecond)).Addr()
-	}},
-}
 
 func TestCounter(t *testing.T) {
 	scenarios := []struct {
@@ -51,9 +29,9 @@ func TestCounter(t *testing.T) {
 		{"ids-unique", testIDs},
 		{"shared-with-curator", testCurator},
 	}
-	for _, srv := range servers {
-		t.Run("server="+srv.name, func(t *testing.T) {
-			addr := srv.start(t)
+	for _, srv := range recipetest.Servers {
+		t.Run("server="+srv.Name, func(t *testing.T) {
+			addr := srv.Start(t)
 			for _, sc := range scenarios {
 				t.Run(sc.name, func(t *testing.T) { sc.run(t, addr) })
 			}
@@ -65,8 +43,8 @@ func TestCounter(t *testing.T) {
 // with the seed) and that of two writers over one version, one wins and
 // the other is handed the winner's count.
 func testSharedTrySet(t *testing.T, addr string) {
-	ctx := testContext(t)
-	c1, c2 := dial(t, addr), dial(t, addr)
+	ctx := recipetest.Context(t)
+	c1, c2 := recipetest.Dial(t, addr, client.Config{}), recipetest.Dial(t, addr, client.Config{})
 	path := "/shared/try-set"
 	a, b := counter.NewSharedCount(c1, path, 7), counter.NewSharedCount(c2, path, 99)
 	start, err := a.Get(ctx)
@@ -106,7 +84,7 @@ func testSharedTrySet(t *testing.T, addr string) {
 // TrySet loops: no increment is lost.
 func testSharedIncrements(t *testing.T, addr string) {
 	const clients, each, seed = 4, 15, 100
-	ctx := testContext(t)
+	ctx := recipetest.Context(t)
 	path := "/shared/increments"
 	concurrently(t, clients, func(c *client.Client) error {
 		sc := counter.NewSharedCount(c, path, seed)
@@ -119,7 +97,7 @@ func testSharedIncrements(t *testing.T, addr string) {
 		}
 		return err
 	}, addr)
-	got, err := counter.NewSharedCount(dial(t, addr), path, 0).Get(ctx)
+	got, err := counter.NewSharedCount(recipetest.Dial(t, addr, client.Config{}), path, 0).Get(ctx)
 	if err != nil || got.Value != seed+clients*each {
 		t.Errorf("count = %+v, %v; want %d", got, err, seed+clients*each)
 	}
@@ -129,15 +107,15 @@ func testSharedIncrements(t *testing.T, addr string) {
 // starts with the current value, sees each change, sees the last of a
 // burst, survives the node's deletion, and ends with its context.
 func testSharedWatch(t *testing.T, addr string) {
-	ctx := testContext(t)
+	ctx := recipetest.Context(t)
 	path := "/shared/watch"
-	writerClient := dial(t, addr)
+	writerClient := recipetest.Dial(t, addr, client.Config{})
 	writer := counter.NewSharedCount(writerClient, path, 1)
 	if _, err := writer.Get(ctx); err != nil {
 		t.Fatal(err)
 	}
 	watchCtx, stop := context.WithCancel(ctx)
-	w := counter.NewSharedCount(dial(t, addr), path, -1).Watch(watchCtx)
+	w := counter.NewSharedCount(recipetest.Dial(t, addr, client.Config{}), path, -1).Watch(watchCtx)
 	awaitValue := func(want int32) {
 		t.Helper()
 		for {
@@ -186,7 +164,7 @@ func testSharedWatch(t *testing.T, addr string) {
 // number.
 func testAtomicIncrements(t *testing.T, addr string) {
 	const clients, each = 4, 25
-	ctx := testContext(t)
+	ctx := recipetest.Context(t)
 	path := "/atomic/increments"
 	var (
 		mu     sync.Mutex
@@ -211,7 +189,7 @@ func testAtomicIncrements(t *testing.T, addr string) {
 			t.Fatalf("increments returned %v, want 1 to %d once each", values, clients*each)
 		}
 	}
-	c := dial(t, addr)
+	c := recipetest.Dial(t, addr, client.Config{})
 	if got, err := counter.NewAtomicLong(c, path, nil).Get(ctx); err != nil || got != clients*each {
 		t.Errorf("value = %d, %v; want %d", got, err, clients*each)
 	}
@@ -223,8 +201,8 @@ func testAtomicIncrements(t *testing.T, addr string) {
 // testAtomicOperations checks each operation's result, on a missing node
 // and on corrupt data.
 func testAtomicOperations(t *testing.T, addr string) {
-	ctx := testContext(t)
-	c := dial(t, addr)
+	ctx := recipetest.Context(t)
+	c := recipetest.Dial(t, addr, client.Config{})
 	n := counter.NewAtomicLong(c, "/atomic/ops/deeper", nil)
 	steps := []struct {
 		name string
@@ -264,10 +242,10 @@ func testAtomicOperations(t *testing.T, addr string) {
 // write of an update: it gives up when its policy says so, having written
 // nothing, and stops waiting when its context ends.
 func testAtomicRetries(t *testing.T, addr string) {
-	ctx := testContext(t)
+	ctx := recipetest.Context(t)
 	path := "/atomic/retries"
-	rival := counter.NewAtomicLong(dial(t, addr), path, nil)
-	n := counter.NewAtomicLong(dial(t, addr), path, client.RetryNTimes(2, time.Millisecond))
+	rival := counter.NewAtomicLong(recipetest.Dial(t, addr, client.Config{}), path, nil)
+	n := counter.NewAtomicLong(recipetest.Dial(t, addr, client.Config{}), path, client.RetryNTimes(2, time.Millisecond))
 	if err := rival.Set(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +270,7 @@ func testAtomicRetries(t *testing.T, addr string) {
 		t.Errorf("value = %d, %v; want the rival's 3000 alone", got, err)
 	}
 
-	patient := counter.NewAtomicLong(dial(t, addr), path, client.RetryForever(time.Hour))
+	patient := counter.NewAtomicLong(recipetest.Dial(t, addr, client.Config{}), path, client.RetryForever(time.Hour))
 	cancelCtx, cancel := context.WithCancel(ctx)
 	counter.SetBeforeWrite(t, func(a *counter.AtomicLong) {
 		if a != patient {
@@ -312,7 +290,7 @@ func testAtomicRetries(t *testing.T, addr string) {
 // each client's increase, and no node stays behind.
 func testIDs(t *testing.T, addr string) {
 	const clients, each = 4, 25
-	ctx := testContext(t)
+	ctx := recipetest.Context(t)
 	path := "/ids/orders"
 	var (
 		mu  sync.Mutex
@@ -349,7 +327,7 @@ func testIDs(t *testing.T, addr string) {
 	if len(all) != clients*each {
 		t.Errorf("%d distinct ids, want %d", len(all), clients*each)
 	}
-	c := dial(t, addr)
+	c := recipetest.Dial(t, addr, client.Config{})
 	if names, _, err := c.Children(ctx, path); err != nil || len(names) != 0 {
 		t.Errorf("children %v, %v; want none", names, err)
 	}
@@ -370,17 +348,17 @@ func testIDs(t *testing.T, addr string) {
 // wrote, a Go watcher sees Curator's write, and increments made by both at
 // once are all counted.
 func testCurator(t *testing.T, addr string) {
-	ctx := testContext(t)
-	c := dial(t, addr)
+	ctx := recipetest.Context(t)
+	c := recipetest.Dial(t, addr, client.Config{})
 	const countPath, longPath, increments = "/curator/count", "/curator/long", 50
 	if _, err := counter.NewSharedCount(c, countPath, 0).Set(ctx, 41); err != nil {
 		t.Fatal(err)
 	}
-	w := counter.NewSharedCount(dial(t, addr), countPath, 0).Watch(ctx)
+	w := counter.NewSharedCount(recipetest.Dial(t, addr, client.Config{}), countPath, 0).Watch(ctx)
 	if cnt := receive(t, w.Values()); cnt.Value != 41 {
 		t.Fatalf("watcher starts with %+v, want 41", cnt)
 	}
-	wait := startCurator(t, "CuratorCounter.java", addr, countPath, longPath, strconv.Itoa(increments))
+	wait := recipetest.Java{Program: "CuratorCounter.java", Args: []string{addr, countPath, longPath, strconv.Itoa(increments)}}.Run(t)
 	if cnt := receive(t, w.Values()); cnt.Value != 42 {
 		t.Errorf("watcher saw %+v after Curator's trySetCount, want 42", cnt)
 	}
@@ -400,38 +378,13 @@ func testCurator(t *testing.T, addr string) {
 	}
 }
 
-// startCurator starts a Java program of testdata, built on Curator, with
-// args, and returns a function that waits for it to end and returns the
-// lines it printed.
-func startCurator(t *testing.T, program string, args ...string) (wait func() []string) {
-	t.Helper()
-	java, err := zkref.Java()
-	zkref.Require(t, err)
-	classpath, err := zkref.CuratorClasspath()
-	zkref.Require(t, err)
-	jvm := []string{"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-XX:-UsePerfData", "-Djava.io.tmpdir=" + t.TempDir(), "-cp", classpath}
-	cmd := exec.CommandContext(testContext(t), java, slices.Concat(jvm, []string{filepath.Join("testdata", program)}, args)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	return func() []string {
-		t.Helper()
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("%s: %v; it printed:\n%s%s", program, err, stdout.Bytes(), stderr.Bytes())
-		}
-		return strings.Split(strings.TrimSpace(stdout.String()), "\n")
-	}
-}
-
 // concurrently runs fn in n goroutines at once, each with a client of its
 // own, and fails the test with their errors.
 func concurrently(t *testing.T, n int, fn func(c *client.Client) error, addr string) {
 	t.Helper()
 	clients := make([]*client.Client, n)
 	for i := range clients {
-		clients[i] = dial(t, addr)
+		clients[i] = recipetest.Dial(t, addr, client.Config{})
 	}
 	errs := make(chan error, n)
 	var wg sync.WaitGroup
@@ -454,22 +407,8 @@ func boolInt(b bool) int64 {
 	return 0
 }
 
-func testContext(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-func dial(t *testing.T, addr string) *client.Client {
-	t.Helper()
-	c, err := client.Dial(testContext(t), addr, client.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
+// receive returns the next value of ch, failing the test if ch closes
+// instead: a watch stream that ends has lost its counter.
 func receive[T any](t *testing.T, ch <-chan T) T {
 	t.Helper()
 	v, ok := receiveOK(t, ch)
@@ -485,7 +424,7 @@ func receiveOK[T any](t *testing.T, ch <-chan T) (T, bool) {
 	select {
 	case v, ok := <-ch:
 		return v, ok
-	case <-time.After(testTimeout):
+	case <-time.After(recipetest.Timeout):
 		t.Fatal("timed out waiting on a channel")
 		panic("unreachable")
 	}

@@ -1,15 +1,11 @@
 package queue_test
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
-	"net"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -19,31 +15,13 @@ import (
 	"time"
 
 	"github.com/collie-io/collie/client"
-	"github.com/collie-io/collie/collietest"
-	"github.com/collie-io/collie/internal/zkref"
+	"github.com/collie-io/collie/recipe/internal/recipetest"
 	"github.com/collie-io/collie/recipe/queue"
 )
 
-// testTimeout bounds every wait of a test, so that a lost wakeup fails
-// rather than hangs.
-const testTimeout = 20 * time.Second
-
 // shortSession is the session timeout of a consumer whose session a test
 // ends: the shortest both servers grant with a 100ms tick.
-const shortSession = 200 * time.Millisecond
-
-// servers are the servers every scenario runs against: Collie, and the real
-// ZooKeeper 3.8 to show that the scenario's expectations are ZooKeeper's.
-var servers = []struct {
-	name  string
-	start func(t *testing.T) string
-}{
-	{"collie", func(t *testing.T) string { return collietest.Start(t).Addr() }},
-	{"zookeeper", func(t *testing.T) string {
-		zkref.Require(t, zkref.Available())
-		return zkref.Start(t, zkref.WithTickTime(100*time.Millisecond)).Addr()
-	}},
-}
+const shortSession = recipetest.ShortSession
 
 func TestQueue(t *testing.T) {
 	scenarios := []struct {
@@ -60,9 +38,9 @@ func TestQueue(t *testing.T) {
 		{"delay-not-early", testDelay},
 		{"shared-with-curator", testCurator},
 	}
-	for _, srv := range servers {
-		t.Run("server="+srv.name, func(t *testing.T) {
-			addr := srv.start(t)
+	for _, srv := range recipetest.Servers {
+		t.Run("server="+srv.Name, func(t *testing.T) {
+			addr := srv.Start(t)
 			for _, sc := range scenarios {
 				t.Run(sc.name, func(t *testing.T) { sc.run(t, addr) })
 			}
@@ -74,8 +52,8 @@ func TestQueue(t *testing.T) {
 // they were put, from nodes named and framed as Curator's.
 func testFIFO(t *testing.T, addr string) {
 	const items = 20
-	ctx := testContext(t)
-	c := dial(t, addr, client.Config{})
+	ctx := recipetest.Context(t)
+	c := recipetest.Dial(t, addr, client.Config{})
 	q := queue.New(c, "/fifo/deeper")
 	curatorName := regexp.MustCompile(`^/fifo/deeper/queue-[0-9]{10}$`)
 	for i := range items {
@@ -123,7 +101,7 @@ func testFIFO(t *testing.T, addr string) {
 func testExactlyOnce(t *testing.T, addr string, lockSafe bool) {
 	const producers, consumers, perProducer = 3, 3, 30
 	const total = producers * perProducer
-	ctx := testContext(t)
+	ctx := recipetest.Context(t)
 	path := "/exactly-once"
 	var opts []queue.Option
 	if lockSafe {
@@ -148,7 +126,7 @@ func testExactlyOnce(t *testing.T, addr string, lockSafe bool) {
 	}
 	errs := make(chan error, producers+consumers)
 	for p := range producers {
-		q := queue.New(dial(t, addr, client.Config{}), path, opts...)
+		q := queue.New(recipetest.Dial(t, addr, client.Config{}), path, opts...)
 		wg.Go(func() {
 			for i := range perProducer {
 				if _, err := q.Put(ctx, fmt.Appendf(nil, "p%d-%d", p, i)); err != nil {
@@ -159,7 +137,7 @@ func testExactlyOnce(t *testing.T, addr string, lockSafe bool) {
 		})
 	}
 	for range consumers {
-		q := queue.New(dial(t, addr, client.Config{}), path, opts...)
+		q := queue.New(recipetest.Dial(t, addr, client.Config{}), path, opts...)
 		wg.Go(func() {
 			for {
 				var err error
@@ -206,17 +184,17 @@ func testExactlyOnce(t *testing.T, addr string, lockSafe bool) {
 			t.Errorf("%s taken %d times", data, n)
 		}
 	}
-	if n, err := queue.New(dial(t, addr, client.Config{}), path).Len(ctx); err != nil || n != 0 {
+	if n, err := queue.New(recipetest.Dial(t, addr, client.Config{}), path).Len(ctx); err != nil || n != 0 {
 		t.Errorf("Len = %d, %v after every item was taken", n, err)
 	}
 }
 
 // testTakeWaits has a consumer wait on an empty queue until an item comes.
 func testTakeWaits(t *testing.T, addr string) {
-	ctx := testContext(t)
+	ctx := recipetest.Context(t)
 	path := "/waits"
 	took := make(chan queue.Item, 1)
-	consumer := queue.New(dial(t, addr, client.Config{}), path)
+	consumer := queue.New(recipetest.Dial(t, addr, client.Config{}), path)
 	go func() {
 		item, err := consumer.Take(ctx)
 		if err != nil {
@@ -224,10 +202,10 @@ func testTakeWaits(t *testing.T, addr string) {
 		}
 		took <- item
 	}()
-	if _, err := queue.New(dial(t, addr, client.Config{}), path).Put(ctx, []byte("late")); err != nil {
+	if _, err := queue.New(recipetest.Dial(t, addr, client.Config{}), path).Put(ctx, []byte("late")); err != nil {
 		t.Fatal(err)
 	}
-	if item := receive(t, took); string(item.Data) != "late" {
+	if item := recipetest.Receive(t, took); string(item.Data) != "late" {
 		t.Errorf("took %q", item.Data)
 	}
 
@@ -242,10 +220,12 @@ func testTakeWaits(t *testing.T, addr string) {
 // processes an item: once its session expires its handler's context ends,
 // Consume returns ErrLost, and another consumer gets the item.
 func testRedelivery(t *testing.T, addr string) {
-	ctx := testContext(t)
+	ctx := recipetest.Context(t)
 	path, locks := "/redelivery", "/redelivery-locks"
-	dialer, sever := severableDialer()
-	doomed := queue.New(dial(t, addr, client.Config{SessionTimeout: shortSession, Dial: dialer}), path, queue.LockSafe(locks))
+	// The partition, once cut, refuses new connections: the consumer's
+	// process is as good as dead.
+	var link recipetest.Partition
+	doomed := queue.New(recipetest.Dial(t, addr, client.Config{SessionTimeout: shortSession, Dial: link.Dial}), path, queue.LockSafe(locks))
 	processing := make(chan queue.Item, 1)
 	doomedDone := make(chan error, 1)
 	go func() {
@@ -255,13 +235,13 @@ func testRedelivery(t *testing.T, addr string) {
 			return ctx.Err()
 		})
 	}()
-	c := dial(t, addr, client.Config{})
+	c := recipetest.Dial(t, addr, client.Config{})
 	if _, err := queue.New(c, path, queue.LockSafe(locks)).Put(ctx, []byte("job")); err != nil {
 		t.Fatal(err)
 	}
-	first := receive(t, processing)
+	first := recipetest.Receive(t, processing)
 
-	survivor := queue.New(dial(t, addr, client.Config{}), path, queue.LockSafe(locks))
+	survivor := queue.New(recipetest.Dial(t, addr, client.Config{}), path, queue.LockSafe(locks))
 	redelivered := make(chan queue.Item, 1)
 	survivorDone := make(chan error, 1)
 	go func() {
@@ -276,15 +256,15 @@ func testRedelivery(t *testing.T, addr string) {
 	default:
 	}
 
-	sever()
-	if err := receive(t, doomedDone); !errors.Is(err, queue.ErrLost) {
+	link.Cut()
+	if err := recipetest.Receive(t, doomedDone); !errors.Is(err, queue.ErrLost) {
 		t.Errorf("Consume of the consumer cut off = %v, want ErrLost", err)
 	}
-	again := receive(t, redelivered)
+	again := recipetest.Receive(t, redelivered)
 	if again.Node != first.Node || string(again.Data) != "job" {
 		t.Errorf("redelivered %s %q, want %s %q", again.Node, again.Data, first.Node, "job")
 	}
-	if err := receive(t, survivorDone); err != nil {
+	if err := recipetest.Receive(t, survivorDone); err != nil {
 		t.Errorf("Consume: %v", err)
 	}
 	if n := len(children(t, c, path)) + len(children(t, c, locks)); n != 0 {
@@ -296,9 +276,9 @@ func testRedelivery(t *testing.T, addr string) {
 // handler fails (put back at the end, or dropped with OnError(Delete)) or
 // whose Consume is cancelled (left first in line, unlocked).
 func testHandlerFailures(t *testing.T, addr string) {
-	ctx := testContext(t)
+	ctx := recipetest.Context(t)
 	path, locks := "/failures", "/failures-locks"
-	c := dial(t, addr, client.Config{})
+	c := recipetest.Dial(t, addr, client.Config{})
 	q := queue.New(c, path, queue.LockSafe(locks))
 	for _, data := range []string{"a", "b"} {
 		if _, err := q.Put(ctx, []byte(data)); err != nil {
@@ -352,8 +332,8 @@ func testHandlerFailures(t *testing.T, addr string) {
 // testPriority puts items of mixed priorities and takes them lowest
 // priority first, in the order put among equals.
 func testPriority(t *testing.T, addr string) {
-	ctx := testContext(t)
-	q := queue.NewPriority(dial(t, addr, client.Config{}), "/priority")
+	ctx := recipetest.Context(t)
+	q := queue.NewPriority(recipetest.Dial(t, addr, client.Config{}), "/priority")
 	priorities := []int32{5, -3, 0, 100, -3, 7, math.MinInt32, math.MaxInt32, 0, -1}
 	type put struct {
 		priority int32
@@ -384,8 +364,8 @@ func testPriority(t *testing.T, addr string) {
 // taken before it is due, and that they come out in the order of their due
 // times.
 func testDelay(t *testing.T, addr string) {
-	ctx := testContext(t)
-	c := dial(t, addr, client.Config{})
+	ctx := recipetest.Context(t)
+	c := recipetest.Dial(t, addr, client.Config{})
 	q := queue.NewDelay(c, "/delay")
 	now := time.Now()
 	due := map[string]time.Time{
@@ -424,10 +404,10 @@ func testDelay(t *testing.T, addr string) {
 		}
 	}()
 	due["now"] = time.Now()
-	if _, err := queue.NewDelay(dial(t, addr, client.Config{}), "/delay").Put(ctx, []byte("now"), due["now"]); err != nil {
+	if _, err := queue.NewDelay(recipetest.Dial(t, addr, client.Config{}), "/delay").Put(ctx, []byte("now"), due["now"]); err != nil {
 		t.Fatal(err)
 	}
-	order = append(order, receive(t, taken), receive(t, taken))
+	order = append(order, recipetest.Receive(t, taken), recipetest.Receive(t, taken))
 	if !slices.IsSortedFunc(order, func(a, b string) int { return due[a].Compare(due[b]) }) || len(order) != 4 {
 		t.Errorf("taken in the order %v, not the order of their due times", order)
 	}
@@ -439,8 +419,8 @@ func testDelay(t *testing.T, addr string) {
 // consumes in order what Curator put, a multi-item, priorities and a due
 // time included.
 func testCurator(t *testing.T, addr string) {
-	ctx := testContext(t)
-	c := dial(t, addr, client.Config{})
+	ctx := recipetest.Context(t)
+	c := recipetest.Dial(t, addr, client.Config{})
 	const base, n = "/curator", 5
 	plain := queue.New(c, base+"/to-curator")
 	safe := queue.New(c, base+"/to-curator-safe", queue.LockSafe(base+"/to-curator-locks"))
@@ -454,7 +434,7 @@ func testCurator(t *testing.T, addr string) {
 			want = append(want, "took "+q.Path()+" "+data)
 		}
 	}
-	lines := startCurator(t, "CuratorQueue.java", addr, base, strconv.Itoa(n))()
+	lines := recipetest.Java{Program: "CuratorQueue.java", Args: []string{addr, base, strconv.Itoa(n)}}.Run(t)()
 	if len(lines) != len(want)+2 || !slices.Equal(lines[:len(want)], want) || lines[len(lines)-1] != "done" {
 		t.Fatalf("Curator printed:\n%s\nwant first:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
 	}
@@ -490,93 +470,8 @@ func testCurator(t *testing.T, addr string) {
 	}
 }
 
-// startCurator starts a Java program of testdata, built on Curator, with
-// args, and returns a function that waits for it to end and returns the
-// lines it printed.
-func startCurator(t *testing.T, program string, args ...string) (wait func() []string) {
-	t.Helper()
-	java, err := zkref.Java()
-	zkref.Require(t, err)
-	classpath, err := zkref.CuratorClasspath()
-	zkref.Require(t, err)
-	jvm := []string{"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-XX:-UsePerfData", "-Djava.io.tmpdir=" + t.TempDir(), "-cp", classpath}
-	cmd := exec.CommandContext(testContext(t), java, slices.Concat(jvm, []string{filepath.Join("testdata", program)}, args)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	return func() []string {
-		t.Helper()
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("%s: %v; it printed:\n%s%s", program, err, stdout.Bytes(), stderr.Bytes())
-		}
-		return strings.Split(strings.TrimSpace(stdout.String()), "\n")
-	}
-}
-
-// severableDialer returns a Dial function, and sever, which closes every
-// connection it made and refuses new ones, as if the process had died.
-func severableDialer() (dial func(context.Context, string, string) (net.Conn, error), sever func()) {
-	var mu sync.Mutex
-	var conns []net.Conn
-	severed := false
-	dial = func(ctx context.Context, network, address string) (net.Conn, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if severed {
-			return nil, errors.New("severed")
-		}
-		conn, err := new(net.Dialer).DialContext(ctx, network, address)
-		if conn != nil {
-			conns = append(conns, conn)
-		}
-		return conn, err
-	}
-	sever = func() {
-		mu.Lock()
-		defer mu.Unlock()
-		severed = true
-		for _, conn := range conns {
-			conn.Close()
-		}
-	}
-	return dial, sever
-}
-
-func testContext(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-func dial(t *testing.T, addr string, cfg client.Config) *client.Client {
-	t.Helper()
-	c, err := client.Dial(testContext(t), addr, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
-// children returns the children of path; none when it is gone.
+// children returns the sorted children of path; none when it is gone.
 func children(t *testing.T, c *client.Client, path string) []string {
 	t.Helper()
-	names, _, err := c.Children(testContext(t), path)
-	if err != nil && !errors.Is(err, client.ErrNoNode) {
-		t.Fatal(err)
-	}
-	return names
-}
-
-func receive[T any](t *testing.T, ch <-chan T) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(testTimeout):
-		t.Fatal("timed out waiting on a channel")
-		panic("unreachable")
-	}
+	return slices.Sorted(slices.Values(recipetest.Children(t, c, path)))
 }
