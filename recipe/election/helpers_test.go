@@ -3,31 +3,24 @@ package election_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net"
-	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/collie-io/collie/client"
-	"github.com/collie-io/collie/collietest"
-	"github.com/collie-io/collie/internal/zkref"
+	"github.com/collie-io/collie/recipe/internal/recipetest"
 )
 
 // testTimeout bounds every wait of a test, so that a lost wakeup fails
 // rather than hangs.
-const testTimeout = 15 * time.Second
+const testTimeout = recipetest.Timeout
 
 // shortSession is the session timeout of clients whose session a test
-// expires: the shortest both servers grant with a 100ms tick.
-const shortSession = 200 * time.Millisecond
+// expires.
+const shortSession = recipetest.ShortSession
 
 // longSession is the session timeout of clients whose connection a test
-// breaks without expiring the session: the longest both servers grant with
-// a 100ms tick.
+// breaks without expiring the session.
 const longSession = 2 * time.Second
 
 // scenario is one test of a recipe.
@@ -48,16 +41,9 @@ func TestElection(t *testing.T) {
 		{"selector", selectorScenarios},
 		{"master", masterScenarios},
 	}
-	servers := map[string]func(t *testing.T) string{
-		"collie": func(t *testing.T) string { return collietest.Start(t).Addr() },
-		"zookeeper": func(t *testing.T) string {
-			zkref.Require(t, zkref.Available())
-			return zkref.Start(t, zkref.WithTickTime(100*time.Millisecond)).Addr()
-		},
-	}
-	for _, name := range []string{"collie", "zookeeper"} {
-		t.Run("server="+name, func(t *testing.T) {
-			addr := servers[name](t)
+	for _, srv := range recipetest.Servers {
+		t.Run("server="+srv.Name, func(t *testing.T) {
+			addr := srv.Start(t)
 			for _, r := range recipes {
 				t.Run(r.name, func(t *testing.T) {
 					for _, sc := range r.scenarios {
@@ -79,9 +65,7 @@ type env struct {
 }
 
 func newEnv(t *testing.T, addr string) *env {
-	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
-	t.Cleanup(cancel)
-	e := &env{T: t, addr: addr, ctx: ctx}
+	e := &env{T: t, addr: addr, ctx: recipetest.Context(t)}
 	e.observer = e.client(client.Config{})
 	return e
 }
@@ -90,82 +74,39 @@ func newEnv(t *testing.T, addr string) *env {
 // test ends.
 func (e *env) client(cfg client.Config) *client.Client {
 	e.Helper()
-	c, err := client.Dial(e.ctx, e.addr, cfg)
-	if err != nil {
-		e.Fatal(err)
-	}
-	e.Cleanup(func() { c.Close() })
-	return c
+	return recipetest.Dial(e.T, e.addr, cfg)
 }
 
 // partitioned connects a client, with the given session timeout, through
 // a partition of its own; the client renews its session when it expires.
-func (e *env) partitioned(timeout time.Duration) (*client.Client, *partition) {
+func (e *env) partitioned(timeout time.Duration) (*client.Client, *recipetest.Partition) {
 	e.Helper()
-	p := &partition{}
-	return e.client(client.Config{SessionTimeout: timeout, RenewSession: true, Dial: p.dial}), p
+	return recipetest.Partitioned(e.T, e.addr, timeout)
 }
 
 // nodes lists path's children, none when path does not exist.
 func (e *env) nodes(path string) []string {
 	e.Helper()
-	names, _, err := e.observer.Children(e.ctx, path)
-	if err != nil && !errors.Is(err, client.ErrNoNode) {
-		e.Fatal(err)
-	}
-	return names
+	return recipetest.Children(e.T, e.observer, path)
 }
 
 // until polls cond until it holds, failing the test after testTimeout.
 func (e *env) until(what string, cond func() bool) {
 	e.Helper()
-	for deadline := time.Now().Add(testTimeout); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			e.Fatalf("timed out waiting for %s", what)
-		}
-	}
+	recipetest.WaitFor(e.T, what, cond)
 }
 
 // watchers returns, for path and each node below it, the sessions that
-// watch it (data and child watches alike), sorted, as the four-letter word
-// wchp reports them.
+// watch it, sorted, as the four-letter word wchp reports them.
 func (e *env) watchers(path string) map[string][]string {
 	e.Helper()
-	out, err := zkref.FourLetter(e.addr, "wchp")
-	if err != nil {
-		e.Fatal(err)
-	}
-	byPath := map[string][]string{}
-	current := ""
-	for line := range strings.Lines(out) {
-		switch line = strings.TrimRight(line, "\r\n"); {
-		case line == "":
-		case strings.HasPrefix(line, "\t"):
-			if current == path || strings.HasPrefix(current, path+"/") {
-				byPath[current] = append(byPath[current], strings.TrimSpace(line))
-			}
-		default:
-			current = line
-		}
-	}
-	for _, sessions := range byPath {
-		slices.Sort(sessions)
-	}
-	return byPath
+	return recipetest.DataWatches(e.T, e.addr).Below(path)
 }
 
 // next returns the next value of ch, failing the test after testTimeout.
 func next[T any](e *env, ch <-chan T) T {
 	e.Helper()
-	timer := time.NewTimer(testTimeout)
-	defer timer.Stop()
-	select {
-	case v := <-ch:
-		return v
-	case <-timer.C:
-		e.Fatal("timed out waiting on a channel")
-		panic("unreachable")
-	}
+	return recipetest.Receive(e.T, ch)
 }
 
 // concurrently runs contend(0) to contend(n-1) at once and reports every
@@ -196,11 +137,7 @@ func open(ch <-chan struct{}) bool {
 // sequence returns the sequence number that ends a node's name.
 func sequence(e *env, node string) int {
 	e.Helper()
-	n, err := strconv.Atoi(node[strings.LastIndexByte(node, '-')+1:])
-	if err != nil {
-		e.Fatalf("node %s has no sequence number: %v", node, err)
-	}
-	return n
+	return recipetest.Sequence(e.T, node)
 }
 
 // increasing reports whether every value is larger than the one before.
@@ -213,41 +150,4 @@ func increasing[T int | int64](values []T) bool {
 	return true
 }
 
-func sessionHex(c *client.Client) string { return fmt.Sprintf("0x%x", uint64(c.SessionID())) }
-
-// partition stands between a client and its server: it lets connections
-// through until cut, which breaks them and refuses new ones until heal.
-type partition struct {
-	mu     sync.Mutex
-	conns  []net.Conn
-	cutOff bool
-}
-
-func (p *partition) dial(ctx context.Context, network, address string) (net.Conn, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cutOff {
-		return nil, errors.New("partitioned")
-	}
-	conn, err := (&net.Dialer{}).DialContext(ctx, network, address)
-	if err == nil {
-		p.conns = append(p.conns, conn)
-	}
-	return conn, err
-}
-
-func (p *partition) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.cutOff = true
-	for _, conn := range p.conns {
-		conn.Close()
-	}
-	p.conns = nil
-}
-
-func (p *partition) heal() {
-	p.mu.Lock()
-	p.cutOff = false
-	p.mu.Unlock()
-}
+func sessionHex(c *client.Client) string { return recipetest.SessionHex(c.SessionID()) }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/collie-io/collie/client"
 	"github.com/collie-io/collie/recipe/election"
+	"github.com/collie-io/collie/recipe/internal/recipetest"
 )
 
 var latchScenarios = []scenario{
@@ -172,7 +173,7 @@ func testLatchHandover(e *env) {
 
 // leaderAndFollower starts a latch that leads, on a client of the given
 // session timeout behind a partition, then another that follows it.
-func (e *env) leaderAndFollower(path string, timeout time.Duration) (c *client.Client, network *partition, leader *election.Latch, term *election.Term, follower *election.Latch) {
+func (e *env) leaderAndFollower(path string, timeout time.Duration) (c *client.Client, network *recipetest.Partition, leader *election.Latch, term *election.Term, follower *election.Latch) {
 	e.Helper()
 	c, network = e.partitioned(timeout)
 	leader = e.startLatch(c, path, "leader")
@@ -189,7 +190,7 @@ func testLatchExpiry(e *env) {
 	path := "/latch-expiry"
 	_, network, old, oldTerm, successor := e.leaderAndFollower(path, shortSession)
 
-	network.cut()
+	network.Cut()
 	next(e, oldTerm.Lost())
 	term := e.await(successor)
 	e.succeeds(term, oldTerm)
@@ -197,7 +198,7 @@ func testLatchExpiry(e *env) {
 		e.Error("cut-off latch leads")
 	}
 
-	network.heal()
+	network.Heal()
 	e.until("the old latch's new node", func() bool {
 		n := old.Node()
 		return n != "" && n != oldTerm.Node()
@@ -236,15 +237,15 @@ func testLatchReconnect(e *env) {
 // reconnect breaks the connection of c, whose latch l leads in term,
 // checks that the term ends, then restores the connection and checks that
 // l leads again in a new term of the same node, the session unchanged.
-func (e *env) reconnect(c *client.Client, network *partition, l *election.Latch, term *election.Term) {
+func (e *env) reconnect(c *client.Client, network *recipetest.Partition, l *election.Latch, term *election.Term) {
 	e.Helper()
 	session := c.SessionID()
-	network.cut()
+	network.Cut()
 	next(e, term.Lost())
 	if l.IsLeader() {
 		e.Error("latch leads while disconnected")
 	}
-	network.heal()
+	network.Heal()
 	again := e.await(l)
 	if c.SessionID() != session {
 		e.Fatalf("session changed from 0x%x to 0x%x: the connection was broken for too long", session, c.SessionID())

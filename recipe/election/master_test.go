@@ -89,7 +89,7 @@ func testMasterExpiry(e *env) {
 		elected <- term
 	}()
 
-	network.cut()
+	network.Cut()
 	next(e, old.Lost())
 	term := next(e, elected)
 	if term.Token() <= old.Token() {
@@ -99,7 +99,7 @@ func testMasterExpiry(e *env) {
 	if err != nil || !ok || string(info.Data) != "successor" || info.Token != term.Token() {
 		e.Errorf("master reads as %+v, %v, %v; want the successor", info, ok, err)
 	}
-	network.heal()
+	network.Heal()
 }
 
 // testMasterReconnect breaks the master's connection for less than its
@@ -116,9 +116,9 @@ func testMasterReconnect(e *env) {
 		e.Fatalf("second Campaign = %v, %v; want the current term", again, err)
 	}
 	session := c.SessionID()
-	network.cut()
+	network.Cut()
 	next(e, first.Lost())
-	network.heal()
+	network.Heal()
 	second, err := m.Campaign(e.ctx)
 	if err != nil {
 		e.Fatal(err)

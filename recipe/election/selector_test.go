@@ -136,7 +136,7 @@ func testSelectorLoss(e *env) {
 		e.Errorf("Leader = %+v, %v; want first at %s", p, err, old.Node())
 	}
 
-	network.cut()
+	network.Cut()
 	if err := next(e, cause); !errors.Is(err, election.ErrLost) {
 		e.Errorf("leader's context ended with cause %v, want ErrLost", err)
 	}
@@ -150,7 +150,7 @@ func testSelectorLoss(e *env) {
 	if err := next(e, secondDone); err != nil {
 		e.Errorf("second Lead: %v", err)
 	}
-	network.heal()
+	network.Heal()
 }
 
 // testSelectorCancel cancels a Lead waiting behind a leader: it returns the
