@@ -47,6 +47,7 @@ packages=(
 	python3-kazoo
 	libcurator-recipes-java
 	libcurator-framework-java
+	libcurator-discovery-java
 )
 
 step() {

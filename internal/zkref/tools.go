@@ -50,12 +50,13 @@ var zookeeperJars = []string{
 	"log4j-1.2.jar",
 }
 
-// curatorJars are Apache Curator's client, framework and recipes (packages
-// libcurator-*-java); their manifests name Guava and the rest.
+// curatorJars are Apache Curator's client, framework, recipes and service
+// discovery (packages libcurator-*-java); their manifests name Guava and the rest.
 var curatorJars = []string{
 	"curator-recipes.jar",
 	"curator-framework.jar",
 	"curator-client.jar",
+	"curator-x-discovery.jar",
 }
 
 // Available reports whether Start can run: it returns nil when a java
