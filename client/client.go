@@ -25,7 +25,13 @@ type Config struct {
 	// Default 10s.
 	SessionTimeout time.Duration
 	// ReadOnly lets the client connect to a server that has lost its
-	// quorum and serves reads only (ZooKeeper's canBeReadOnly).
+	// quorum and serves reads only (ZooKeeper's canBeReadOnly). Such a
+	// server keeps no session of the ensemble: the client gets a new
+	// session there (StateReadOnly), looks for a server with a leader
+	// meanwhile, and moves to it with another new session that keeps the
+	// watches (StateReconnected). A session that the ensemble knows cannot
+	// move to a read-only server; it waits for a server with a leader or
+	// expires.
 	ReadOnly bool
 	// Auth is sent on every connection before any request, as if added
 	// with AddAuth.
@@ -112,8 +118,14 @@ type Client struct {
 	stateSubs map[*Stream[State]]struct{}
 	up        chan struct{} // closed while the session is connected; replaced when it is not
 	wantRenew bool          // Renew is waiting for a new session
-	closed    bool          // no goroutine may be started any more
-	lastErr   error         // why the last connection attempt failed, for Dial
+	// readOnlySession: the session is a read-only server's own, which no
+	// other server knows; the next connection asks for a new session.
+	readOnlySession bool
+	// preferred is the index in servers of a server found to have a
+	// leader while connected read-only; -1 when none.
+	preferred int
+	closed    bool  // no goroutine may be started any more
+	lastErr   error // why the last connection attempt failed, for Dial
 
 	renew     chan struct{} // capacity 1: Renew was called
 	wg        sync.WaitGroup
@@ -145,6 +157,7 @@ func Dial(ctx context.Context, connect string, cfg Config) (*Client, error) {
 		up:        make(chan struct{}),
 		renew:     make(chan struct{}, 1),
 		timeout:   cfg.SessionTimeout,
+		preferred: -1,
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.queue.init()
@@ -318,6 +331,11 @@ func (c *Client) run() {
 			deadline = time.Time{}
 			continue
 		}
+		c.mu.Lock()
+		if c.preferred >= 0 {
+			next, c.preferred = c.preferred, -1
+		}
+		c.mu.Unlock()
 		addr := c.servers[next]
 		next = (next + 1) % len(c.servers)
 		cn, resp, err := c.connect(addr)
@@ -418,6 +436,11 @@ func (c *Client) connect(addr string) (*conn, *proto.ConnectResponse, error) {
 		Passwd:       c.passwd,
 		ReadOnly:     c.cfg.ReadOnly,
 	}
+	if c.readOnlySession {
+		// As ZooKeeper's client: a read-only session is never resumed,
+		// a new one is asked for, and the watches carry over to it.
+		req.SessionID, req.Passwd = 0, nil
+	}
 	c.mu.Unlock()
 	if req.Passwd == nil {
 		req.Passwd = make([]byte, proto.PasswordLen)
@@ -486,6 +509,10 @@ func (c *Client) handshake(nc net.Conn, req *proto.ConnectRequest) (*proto.Conne
 func (c *Client) serve(cn *conn, resp *proto.ConnectResponse) {
 	c.mu.Lock()
 	resumed := c.session != 0 && c.session == resp.SessionID
+	// What a read-only session watched, the session that follows it
+	// watches: to its user it is one session, which has moved.
+	resumed = resumed || c.readOnlySession
+	c.readOnlySession = resp.ReadOnly
 	c.session, c.passwd = resp.SessionID, resp.Passwd
 	c.timeout = time.Duration(resp.TimeOut) * time.Millisecond
 	cn.readTimeout = readTimeout(c.timeout)
@@ -520,6 +547,9 @@ func (c *Client) serve(cn *conn, resp *proto.ConnectResponse) {
 
 	cn.wg.Go(cn.read)
 	cn.wg.Go(cn.write)
+	if resp.ReadOnly && len(c.servers) > 1 {
+		cn.wg.Go(func() { c.seekReadWrite(cn) })
+	}
 	select {
 	case <-cn.dead:
 	case <-c.ctx.Done():
@@ -580,6 +610,7 @@ func (c *Client) expire(why string) {
 	c.mu.Lock()
 	id := c.session
 	c.session, c.passwd = 0, nil
+	c.readOnlySession = false
 	c.setStateLocked(StateExpired)
 	c.mu.Unlock()
 	c.queue.refuse(ErrSessionExpired)

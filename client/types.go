@@ -102,7 +102,9 @@ const (
 	// changed meanwhile, persistent watches must catch up by reading.
 	StateReconnected
 	// StateReadOnly: connected to a server in read-only mode (only with
-	// Config.ReadOnly); writes fail with ErrNotReadOnly.
+	// Config.ReadOnly), with a session of that server alone; writes and
+	// Sync fail with ErrNotReadOnly. StateReconnected follows when the
+	// client has moved to a server with a leader.
 	StateReadOnly
 	// StateExpired: the session is gone (Curator's LOST); see
 	// ErrSessionExpired and Renew.

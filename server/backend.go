@@ -26,10 +26,14 @@ func (s *Server) negotiate(requested time.Duration) time.Duration {
 	return session.Negotiate(requested, s.cfg.MinSessionTimeout, s.cfg.MaxSessionTimeout)
 }
 
-// OpenSession creates a session through the log.
-func (s *Server) OpenSession(ctx context.Context, c *conn.Conn, requested time.Duration, readOnly bool) (int64, []byte, time.Duration, error) {
+// OpenSession creates a session through the log, or a read-only session
+// of this server alone while it is in read-only mode.
+func (s *Server) OpenSession(ctx context.Context, c *conn.Conn, requested time.Duration, readOnly bool) (conn.Session, error) {
 	if s.refusing.Load() {
-		return 0, nil, 0, errNotServing
+		if readOnly && s.cfg.ReadOnlyMode {
+			return s.openReadOnlySession(c, requested)
+		}
+		return conn.Session{}, errNotServing
 	}
 	timeout := s.negotiate(requested)
 	id := int64(s.ids.Next())
@@ -43,13 +47,47 @@ func (s *Server) OpenSession(ctx context.Context, c *conn.Conn, requested time.D
 	select {
 	case r := <-done:
 		if r.Err != proto.OK {
-			return 0, nil, 0, r.Err
+			return conn.Session{}, r.Err
 		}
 	case <-ctx.Done():
-		return 0, nil, 0, ctx.Err()
+		return conn.Session{}, ctx.Err()
 	}
 	s.log.Debug("session opened", "session", session.ID(id), "timeout", timeout)
-	return id, session.Password(s.sessionSecret(), session.ID(id)), timeout, nil
+	return conn.Session{ID: id, Passwd: session.Password(s.sessionSecret(), session.ID(id)), Timeout: timeout}, nil
+}
+
+// openReadOnlySession grants a session of this server alone, as
+// ZooKeeper's read-only server does: nothing about it is replicated, it
+// cannot be resumed (a client that reconnects asks for a new one), and it
+// ends with its connection, or when a leader is back (see
+// checkLeaderless), whichever comes first.
+func (s *Server) openReadOnlySession(c *conn.Conn, requested time.Duration) (conn.Session, error) {
+	id := int64(s.ids.Next())
+	s.smu.Lock()
+	defer s.smu.Unlock()
+	// Checked again under smu, which checkLeaderless holds when it leaves
+	// read-only mode: no read-only connection is registered after it has
+	// closed them all.
+	if !s.readOnlyMode() {
+		return conn.Session{}, errNotServing
+	}
+	s.bySession[id] = c
+	s.conns[c] = struct{}{}
+	s.readOnly[c] = struct{}{}
+	s.log.Debug("read-only session opened", "session", session.ID(id))
+	return conn.Session{
+		ID:       id,
+		Passwd:   session.Password(s.sessionSecret(), session.ID(id)),
+		Timeout:  s.negotiate(requested),
+		ReadOnly: true,
+	}, nil
+}
+
+// readOnlyMode reports whether this server serves read-only sessions now:
+// it is configured to, and has known no leader for too long to serve the
+// others.
+func (s *Server) readOnlyMode() bool {
+	return s.cfg.ReadOnlyMode && s.refusing.Load()
 }
 
 // ResumeSession reattaches a session after a reconnect.
@@ -108,7 +146,9 @@ func (s *Server) ResumeSession(ctx context.Context, c *conn.Conn, id int64, pass
 
 // Touch records activity of a session.
 func (s *Server) Touch(id int64) {
-	if id == 0 {
+	if id == 0 || s.refusing.Load() {
+		// Without a leader there is no one to report activity to; a new
+		// leader gives every session a fresh timeout anyway.
 		return
 	}
 	s.smu.Lock()
@@ -124,6 +164,7 @@ func (s *Server) Detach(c *conn.Conn) {
 	s.wmu.Unlock()
 	s.smu.Lock()
 	delete(s.conns, c)
+	delete(s.readOnly, c)
 	if s.bySession[c.Session()] == c {
 		delete(s.bySession, c.Session())
 	}
@@ -182,7 +223,7 @@ func (s *Server) Local(ctx context.Context, c *conn.Conn, op proto.OpCode, req p
 		send(conn.Reply{Zxid: s.fsm.LastZxid(), Resp: &proto.SyncResponse{Path: req.(*proto.SyncRequest).Path}})
 		return
 	}
-	if s.cfg.LinearizableReads && readOps[op] {
+	if s.cfg.LinearizableReads && readOps[op] && !c.ReadOnly() {
 		// Everything committed when the read arrived is applied first.
 		if err := s.sync(ctx); err != nil {
 			send(conn.Reply{Err: proto.ErrConnectionLoss})

@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -188,8 +190,18 @@ func (s *Server) checkLeaderless(now time.Time, leader uint64) {
 	}
 	if leader != 0 {
 		s.leaderlessSince = time.Time{}
-		if s.refusing.Swap(false) {
-			s.log.Info("a leader is known again: serving clients", "leader", leader)
+		s.smu.Lock()
+		wasRefusing := s.refusing.Swap(false)
+		readOnly := slices.Collect(maps.Keys(s.readOnly))
+		clear(s.readOnly)
+		s.smu.Unlock()
+		if wasRefusing {
+			s.log.Info("a leader is known again: serving clients", "leader", leader, "read_only_sessions_closed", len(readOnly))
+		}
+		// As ZooKeeper's read-only server when it rejoins: its sessions
+		// end, and their clients open ordinary ones.
+		for _, c := range readOnly {
+			c.Close()
 		}
 		return
 	}
@@ -202,7 +214,11 @@ func (s *Server) checkLeaderless(now time.Time, leader uint64) {
 	}
 	s.refusing.Store(true)
 	conns := s.connections()
-	s.log.Warn("no leader: closing client connections until one is elected", "without_leader", now.Sub(s.leaderlessSince).Round(time.Millisecond), "connections", len(conns))
+	if s.cfg.ReadOnlyMode {
+		s.log.Warn("no leader: read-only mode: closing client connections; serving reads to clients that ask for read-only sessions until a leader is elected", "without_leader", now.Sub(s.leaderlessSince).Round(time.Millisecond), "connections", len(conns))
+	} else {
+		s.log.Warn("no leader: closing client connections until one is elected", "without_leader", now.Sub(s.leaderlessSince).Round(time.Millisecond), "connections", len(conns))
+	}
 	for _, c := range conns {
 		c.Close()
 	}

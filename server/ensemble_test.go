@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -435,4 +436,165 @@ func TestEnsembleLeaderlessServerStopsServing(t *testing.T) {
 	e.Heal(fi)
 	waitFor(t, "the healed follower to serve again", func() bool { return fourLetter(t, f.Addr(), "isro") == "rw" })
 	waitFor(t, "a write through the healed follower", func() bool { return tryCreate(f.Addr(), "/back") })
+}
+
+// startReadOnlyEnsemble starts three voters with readonlymode.enabled and
+// returns them, the leader, and a follower with its index.
+func startReadOnlyEnsemble(t *testing.T) (e *collietest.Ensemble, lead *collietest.Server, fi int, f *collietest.Server) {
+	t.Helper()
+	e = collietest.StartEnsemble(t, 3, 0, collietest.WithConfig(func(c *config.Config) { c.ReadOnlyMode = true }))
+	lead = e.Leader()
+	for i, s := range e.Servers() {
+		if s != lead {
+			return e, lead, i, s
+		}
+	}
+	t.Fatal("no follower")
+	return
+}
+
+// With readonlymode.enabled, a server cut off from its leader serves
+// reads to clients that ask for a read-only session, refuses the others,
+// and answers writes and syncs with NOTREADONLY, as ZooKeeper's read-only
+// server does. When the leader is back, the read-only client gets an
+// ordinary session there, and its watch fires for what changed meanwhile.
+func TestEnsembleReadOnlyMode(t *testing.T) {
+	e, lead, fi, f := startReadOnlyEnsemble(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	writer := dialClient(t, lead.Addr(), client.Config{})
+	if _, _, err := writer.Create(ctx, "/ro", []byte("v1"), client.ModePersistent, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the follower to apply /ro", func() bool { return tryGet(f.Addr(), "/ro") == "v1" })
+
+	e.Isolate(fi)
+	waitFor(t, "the cut-off follower to enter read-only mode", func() bool { return fourLetter(t, f.Addr(), "isro") == "ro" })
+	if out := fourLetter(t, f.Addr(), "srvr"); !strings.Contains(out, "Mode: read-only\n") {
+		t.Errorf("srvr in read-only mode:\n%s", out)
+	}
+	if c, err := zkwire.Dial(f.Addr(), 6000); err == nil {
+		c.Close()
+		if c.TimeOut > 0 {
+			t.Fatal("a server in read-only mode opened a session for a client that did not ask for a read-only one")
+		}
+	}
+
+	ro := dialClient(t, f.Addr(), client.Config{ReadOnly: true, SessionTimeout: 4 * time.Second})
+	states := ro.StateChanges()
+	defer states.Close()
+	if st := ro.State(); st != client.StateReadOnly {
+		t.Fatalf("state %v, want ReadOnly", st)
+	}
+	data, _, ch, err := ro.GetW(ctx, "/ro")
+	if err != nil || string(data) != "v1" {
+		t.Fatalf("read in read-only mode: %q, %v", data, err)
+	}
+	if _, _, err := ro.Create(ctx, "/nope", nil, client.ModePersistent, nil); !errors.Is(err, client.ErrNotReadOnly) {
+		t.Errorf("create in read-only mode: %v, want ErrNotReadOnly", err)
+	}
+	if _, err := ro.Multi(ctx, client.SetOp("/ro", []byte("x"), client.AnyVersion)); !errors.Is(err, client.ErrNotReadOnly) {
+		t.Errorf("multi in read-only mode: %v, want ErrNotReadOnly", err)
+	}
+	if err := ro.Sync(ctx, "/ro"); !errors.Is(err, client.ErrNotReadOnly) {
+		t.Errorf("sync in read-only mode: %v, want ErrNotReadOnly", err)
+	}
+	if _, err := writer.Set(ctx, "/ro", []byte("v2"), client.AnyVersion); err != nil {
+		t.Fatalf("write through the majority: %v", err)
+	}
+
+	e.Heal(fi)
+	awaitState(t, ctx, states, client.StateReconnected)
+	select {
+	case ev := <-ch:
+		if ev.Type != client.EventNodeDataChanged || ev.Path != "/ro" {
+			t.Errorf("watch after leaving read-only mode: %+v", ev)
+		}
+	case <-ctx.Done():
+		t.Fatal("the watch set in read-only mode did not fire for the change made meanwhile")
+	}
+	if data, _, err := ro.Get(ctx, "/ro"); err != nil || string(data) != "v2" {
+		t.Errorf("read after leaving read-only mode: %q, %v", data, err)
+	}
+	if _, _, err := ro.Create(ctx, "/yes", nil, client.ModeEphemeral, nil); err != nil {
+		t.Errorf("create after leaving read-only mode: %v", err)
+	}
+}
+
+// A client connected to a read-only server looks for a server with a
+// leader (isro answers "rw") and moves to the first it finds.
+func TestEnsembleReadOnlyClientFindsLeader(t *testing.T) {
+	e, lead, fi, f := startReadOnlyEnsemble(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	e.Isolate(fi)
+	waitFor(t, "the cut-off follower to enter read-only mode", func() bool { return fourLetter(t, f.Addr(), "isro") == "ro" })
+
+	// Until told, the client cannot reach the leader: it settles for the
+	// read-only server.
+	var reachable atomic.Bool
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if addr == lead.Addr() && !reachable.Load() {
+			return nil, errors.New("unreachable for now")
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}
+	ro := dialClient(t, f.Addr()+","+lead.Addr(), client.Config{ReadOnly: true, SessionTimeout: 4 * time.Second, Dial: dial})
+	if st := ro.State(); st != client.StateReadOnly {
+		t.Fatalf("state %v, want ReadOnly", st)
+	}
+	states := ro.StateChanges()
+	defer states.Close()
+	reachable.Store(true)
+	awaitState(t, ctx, states, client.StateReconnected)
+	if _, _, err := ro.Create(ctx, "/moved", nil, client.ModePersistent, nil); err != nil {
+		t.Errorf("create after moving to the leader: %v", err)
+	}
+}
+
+// dialClient connects a client that closes with the test.
+func dialClient(t *testing.T, connect string, cfg client.Config) *client.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	c, err := client.Dial(ctx, connect, cfg)
+	if err != nil {
+		t.Fatalf("dial %s: %v", connect, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// tryGet reads path through a new session on addr; "" when it cannot.
+func tryGet(addr, path string) string {
+	c, err := zkwire.Dial(addr, 6000)
+	if err != nil {
+		return ""
+	}
+	defer c.Close()
+	var resp proto.GetDataResponse
+	if code, err := c.Do(proto.OpGetData, &proto.GetDataRequest{Path: path}, &resp); err != nil || code != proto.OK {
+		return ""
+	}
+	return string(resp.Data)
+}
+
+// awaitState reads states until want comes, failing the test when ctx ends
+// first.
+func awaitState(t *testing.T, ctx context.Context, states *client.Stream[client.State], want client.State) {
+	t.Helper()
+	for {
+		select {
+		case st, ok := <-states.Events():
+			if !ok {
+				t.Fatalf("state stream ended before %v", want)
+			}
+			if st == want {
+				return
+			}
+		case <-ctx.Done():
+			t.Fatalf("no %v state", want)
+		}
+	}
 }

@@ -82,7 +82,11 @@ func javaDouble(v float64) string {
 // FourLetter answers the four-letter words allowed by
 // 4lw.commands.whitelist, in ZooKeeper's formats.
 func (s *Server) FourLetter(cmd string) (string, bool) {
-	if !s.cfg.FourLetterWhitelist["*"] && !s.cfg.FourLetterWhitelist[cmd] {
+	allowed := s.cfg.FourLetterWhitelist["*"] || s.cfg.FourLetterWhitelist[cmd] ||
+		// As in ZooKeeper: clients of read-only sessions look for a
+		// server that has its leader back with isro.
+		cmd == "isro" && s.cfg.ReadOnlyMode
+	if !allowed {
 		return "", false
 	}
 	switch cmd {
@@ -114,7 +118,10 @@ func (s *Server) FourLetter(cmd string) (string, bool) {
 	case "conf":
 		return strings.Join(s.cfg.ConfLines(s.runtime()), "\n") + "\n", true
 	case "isro":
-		if s.refusing.Load() {
+		switch {
+		case s.readOnlyMode():
+			return "ro", true
+		case s.refusing.Load():
 			// As ZooKeeper's answer when it serves no clients.
 			return "null", true
 		}
@@ -194,6 +201,8 @@ func (s *Server) mode() string {
 	switch {
 	case s.cfg.Standalone:
 		return "standalone"
+	case s.readOnlyMode():
+		return "read-only"
 	case s.observer():
 		return "observer"
 	case s.node.IsLeader():
@@ -205,6 +214,9 @@ func (s *Server) mode() string {
 func (s *Server) srvr(withClients bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Zookeeper version: %s, built on %s\n", Version, buildDate)
+	if s.readOnlyMode() {
+		b.WriteString("READ-ONLY mode; serving only read-only clients\n")
+	}
 	conns := s.connections()
 	if withClients {
 		b.WriteString("Clients:\n")

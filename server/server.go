@@ -61,9 +61,12 @@ type Server struct {
 	tracker   *session.Tracker
 	conns     map[*conn.Conn]struct{}
 	bySession map[int64]*conn.Conn
-	perIP     map[string]int
-	waiters   map[uint64]func(fsm.Result)
-	reqSeq    uint64
+	// readOnly are the connections of read-only sessions (see
+	// openReadOnlySession), which end when a leader is back.
+	readOnly map[*conn.Conn]struct{}
+	perIP    map[string]int
+	waiters  map[uint64]func(fsm.Result)
+	reqSeq   uint64
 	// touched are the sessions with activity since the last report to the
 	// leader (ensembles only).
 	touched map[session.ID]struct{}
@@ -108,6 +111,7 @@ func New(cfg config.Config, logger *slog.Logger) (*Server, error) {
 		watches:   watch.New[*conn.Conn](),
 		conns:     make(map[*conn.Conn]struct{}),
 		bySession: make(map[int64]*conn.Conn),
+		readOnly:  make(map[*conn.Conn]struct{}),
 		perIP:     make(map[string]int),
 		waiters:   make(map[uint64]func(fsm.Result)),
 		lnReady:   make(chan struct{}),

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -127,9 +128,9 @@ type processEnsemble struct {
 	procs []*serverProcess
 }
 
-// startProcessEnsemble starts n servers with tickTime tick and waits until
-// each serves.
-func startProcessEnsemble(t *testing.T, n int, tick time.Duration) *processEnsemble {
+// startProcessEnsemble starts n servers with tickTime tick and the zoo.cfg
+// lines extra, and waits until each serves.
+func startProcessEnsemble(t *testing.T, n int, tick time.Duration, extra ...string) *processEnsemble {
 	t.Helper()
 	root := t.TempDir()
 	e := &processEnsemble{addrs: make([]string, n), dirs: make([]string, n), procs: make([]*serverProcess, n)}
@@ -148,7 +149,7 @@ func startProcessEnsemble(t *testing.T, n int, tick time.Duration) *processEnsem
 		}
 		_, port, _ := strings.Cut(e.addrs[i], ":")
 		cfg := fmt.Sprintf("tickTime=%d\ndataDir=data\nclientPort=%s\nclientPortAddress=127.0.0.1\n4lw.commands.whitelist=*\nadmin.enableServer=false\npreAllocSize=1024\n%s\n",
-			tick.Milliseconds(), port, strings.Join(lines, "\n"))
+			tick.Milliseconds(), port, strings.Join(slices.Concat(lines, extra), "\n"))
 		if err := os.WriteFile(filepath.Join(e.dirs[i], "zoo.cfg"), []byte(cfg), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -310,4 +311,68 @@ func TestCuratorSurvivesLeaderKill(t *testing.T) {
 	if lines := p.out.Lines(); exit != 0 || err != nil || len(lines) == 0 || lines[len(lines)-1] != "PASS" {
 		t.Fatalf("CuratorEnsemble: exit code %d (%v)\noutput:\n%s", exit, err, p.out)
 	}
+}
+
+// Kazoo's read-only client against the last server running of a
+// three-server ensemble with read-only mode enabled, ZooKeeper's first:
+// both serve its reads and refuse its writes and syncs the same way, and
+// refuse a client that did not ask for read-only service.
+func TestKazooReadOnlyMode(t *testing.T) {
+	python, err := zkref.Python()
+	zkref.Require(t, err)
+	t.Run("zookeeper", func(t *testing.T) {
+		// ZooKeeper 3.8 needs local sessions for read-only mode: without
+		// them, it answers a read-only client's connect request with a
+		// NOTREADONLY reply header, which no client can read.
+		e := zkref.StartEnsemble(t, 3, zkref.WithTickTime(500*time.Millisecond),
+			zkref.WithJVMArgs("-Dreadonlymode.enabled=true"), zkref.WithConfig("localSessionsEnabled", "true"))
+		var addrs []string
+		for _, m := range e.Members() {
+			addrs = append(addrs, m.Addr())
+		}
+		testKazooReadOnly(t, python, addrs, func(i int) { e.Kill(i) })
+	})
+	t.Run("collie", func(t *testing.T) {
+		e := startProcessEnsemble(t, 3, 500*time.Millisecond, "readonlymode.enabled=true")
+		testKazooReadOnly(t, python, e.addrs, func(i int) { e.procs[i].kill(t) })
+	})
+}
+
+// testKazooReadOnly writes what read_only.py expects, kills every server
+// but the last with kill, waits until the last says it is read-only, and
+// runs the script against it.
+func testKazooReadOnly(t *testing.T, python string, addrs []string, kill func(int)) {
+	last := len(addrs) - 1
+	// Written through the last server, which answers once it has applied
+	// the writes: it has them when it loses its quorum.
+	c, _, err := zk.Connect(addrs[last:], 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(discardZKLog{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, p := range []string{"/kazoo-ro", "/kazoo-ro/child"} {
+		if _, err := c.Create(p, []byte("v1"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatalf("create %s: %v", p, err)
+		}
+	}
+	for i := range last {
+		kill(i)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, _ := zkref.FourLetter(addrs[last], "isro")
+		if out == "ro" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("isro on the last server: %q, not \"ro\" within 30s", out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	runKazooScript(t, python, "read_only.py", addrs[last], []string{
+		"ok: the client's state = 'CONNECTED_RO'",
+		"ok: data read in read-only mode = (b'v1', 0, 1)",
+		"ok: transaction raises NotReadOnlyCallError",
+		"ok: a read-write client's connection raises KazooTimeoutError",
+	})
 }

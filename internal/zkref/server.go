@@ -25,6 +25,9 @@ const (
 	portAttempts = 3
 	// mainClass runs one standalone server from a zoo.cfg file.
 	mainClass = "org.apache.zookeeper.server.ZooKeeperServerMain"
+	// quorumMainClass runs one member of an ensemble from a zoo.cfg file
+	// with server.N lines and a myid file in dataDir.
+	quorumMainClass = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 )
 
 // errPortTaken says the server could not bind its client port.
@@ -130,7 +133,11 @@ func Start(t testing.TB, opts ...Option) *Server {
 	}
 	deadline := time.Now().Add(startTimeout)
 	for attempt := 1; ; attempt++ {
-		s, err := launch(dir, o)
+		port, err := pickPort()
+		if err != nil {
+			t.Fatalf("zkref: %v", err)
+		}
+		s, err := launch(dir, o, port, zooCfg(port, o), mainClass)
 		if err != nil {
 			t.Fatalf("zkref: %v", err)
 		}
@@ -171,18 +178,15 @@ func (s *Server) Kill() {
 	})
 }
 
-// launch writes the configuration into dir and starts the JVM on a new free
-// port, without waiting for it to serve.
-func launch(dir string, o options) (*Server, error) {
+// launch writes the configuration cfg into dir and starts the JVM running
+// main, a server whose client port is port, without waiting for it to
+// serve.
+func launch(dir string, o options, port int, cfg, main string) (*Server, error) {
 	java, err := Java()
 	if err != nil {
 		return nil, err
 	}
 	classpath, err := Classpath()
-	if err != nil {
-		return nil, err
-	}
-	port, err := pickPort()
 	if err != nil {
 		return nil, err
 	}
@@ -201,7 +205,10 @@ func launch(dir string, o options) (*Server, error) {
 		classpath += string(os.PathListSeparator) + filepath.Join(debianJavaDir, adminJar)
 	}
 	cfgPath := filepath.Join(dir, "zoo.cfg")
-	if err := os.WriteFile(cfgPath, []byte(zooCfg(port, o)), 0o644); err != nil {
+	if o.adminPort != 0 {
+		cfg += fmt.Sprintf("admin.enableServer=true\nadmin.serverAddress=127.0.0.1\nadmin.serverPort=%d\n", o.adminPort)
+	}
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		return nil, fmt.Errorf("write zoo.cfg: %w", err)
 	}
 	log4jPath := filepath.Join(dir, "log4j.properties")
@@ -215,7 +222,7 @@ func launch(dir string, o options) (*Server, error) {
 	// The child gets its own descriptor of logFile, so ours can close now.
 	defer logFile.Close()
 
-	cmd := exec.Command(java, jvmArgs(dir, log4jPath, classpath, cfgPath, o)...)
+	cmd := exec.Command(java, jvmArgs(dir, log4jPath, classpath, cfgPath, main, o)...)
 	cmd.Dir = dir
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
@@ -232,6 +239,8 @@ func launch(dir string, o options) (*Server, error) {
 }
 
 // zooCfg returns the zoo.cfg of a standalone server on 127.0.0.1:port.
+// launch adds the admin server's lines, which come last and so override
+// the admin.enableServer=false written here.
 func zooCfg(port int, o options) string {
 	var b strings.Builder
 	line := func(key, value string) { fmt.Fprintf(&b, "%s=%s\n", key, value) }
@@ -239,13 +248,7 @@ func zooCfg(port int, o options) string {
 	line("dataDir", o.dataDir)
 	line("clientPort", strconv.Itoa(port))
 	line("clientPortAddress", "127.0.0.1")
-	if o.adminPort != 0 {
-		line("admin.enableServer", "true")
-		line("admin.serverAddress", "127.0.0.1")
-		line("admin.serverPort", strconv.Itoa(o.adminPort))
-	} else {
-		line("admin.enableServer", "false")
-	}
+	line("admin.enableServer", "false")
 	line("4lw.commands.whitelist", "*")
 	if o.extendedTypes {
 		line("extendedTypesEnabled", "true")
@@ -265,7 +268,7 @@ log4j.appender.CONSOLE.layout.ConversionPattern=%d{ISO8601} %-5p [%t:%C{1}@%L] -
 `
 
 // jvmArgs returns the java command line after "java".
-func jvmArgs(dir, log4jPath, classpath, cfgPath string, o options) []string {
+func jvmArgs(dir, log4jPath, classpath, cfgPath, main string, o options) []string {
 	args := []string{"-Xmx512m", "-XX:-UsePerfData"}
 	if !o.fullJIT {
 		// A test server lives for seconds: compile quickly, collect simply.
@@ -281,7 +284,7 @@ func jvmArgs(dir, log4jPath, classpath, cfgPath string, o options) []string {
 		"-cp", classpath,
 	)
 	args = append(args, o.jvmArgs...)
-	return append(args, mainClass, cfgPath)
+	return append(args, main, cfgPath)
 }
 
 // freePort returns a loopback TCP port that was free a moment ago.

@@ -320,3 +320,40 @@ func (l *testLogger) stop() {
 	defer l.mu.Unlock()
 	l.stopped = true
 }
+
+// Three members elect a leader; a write through one is read through
+// another; with the leader killed the other two elect a new one and keep
+// the data; the killed member restarts and catches up.
+func TestEnsembleElectsAndSurvivesLeaderKill(t *testing.T) {
+	e := StartEnsemble(t, 3, WithTickTime(200*time.Millisecond))
+	lead := e.Leader()
+	if lead < 0 {
+		t.Fatal("no member says it leads")
+	}
+	other := (lead + 1) % 3
+	w := connect(t, e.Members()[lead].Addr())
+	if _, err := w.Create("/ens", []byte("one"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatalf("Create(/ens): %v", err)
+	}
+	r := connect(t, e.Members()[other].Addr())
+	if _, err := r.Sync("/ens"); err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	if data, _, err := r.Get("/ens"); err != nil || string(data) != "one" {
+		t.Fatalf("Get(/ens) on another member = %q, %v", data, err)
+	}
+
+	e.Kill(lead)
+	deadline := time.Now().Add(clientTimeout)
+	for e.Leader() < 0 || e.Leader() == lead {
+		if time.Now().After(deadline) {
+			t.Fatalf("no new leader within %v of the leader's kill", clientTimeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	e.Restart(lead)
+	back := connect(t, e.Members()[lead].Addr())
+	if data, _, err := back.Get("/ens"); err != nil || string(data) != "one" {
+		t.Errorf("Get(/ens) on the restarted member = %q, %v", data, err)
+	}
+}

@@ -87,6 +87,13 @@ type Config struct {
 	// another client saw acknowledged.
 	LinearizableReads bool
 
+	// ReadOnlyMode lets a server of an ensemble that has lost its leader
+	// serve reads to clients that ask for a read-only session, as
+	// ZooKeeper's readonlymode.enabled (a Java system property there, a
+	// zoo.cfg key here). It also allows the isro four-letter word, which
+	// clients use to find a server that has a leader again.
+	ReadOnlyMode bool
+
 	// Initial is the text of the zoo.cfg that Load read, which the admin
 	// command initial_configuration reports; "" when no file was read.
 	Initial string
@@ -364,6 +371,8 @@ func (p *parser) set(key, value string) {
 		c.AdminPprof, err = boolean(key, value)
 	case "linearizableReads":
 		c.LinearizableReads, err = boolean(key, value)
+	case "readonlymode.enabled", "zookeeper.readonlymode.enabled":
+		c.ReadOnlyMode, err = boolean(key, value)
 	case "metricsProvider.httpPort":
 		c.MetricsProviderHTTPPort, err = intIn(key, value, 1, 65535, "a port number (1-65535)")
 	case "znode.container.checkIntervalMs":

@@ -863,3 +863,17 @@ func FuzzParse(f *testing.F) {
 		_ = c.Validate()
 	})
 }
+
+// readonlymode.enabled is a Java system property of ZooKeeper's, which
+// zoo.cfg may also carry with the "zookeeper." prefix; both spellings set
+// ReadOnlyMode.
+func TestParseReadOnlyMode(t *testing.T) {
+	for _, key := range []string{"readonlymode.enabled", "zookeeper.readonlymode.enabled"} {
+		if c := mustParse(t, "dataDir=/d\n"+key+"=true"); !c.ReadOnlyMode {
+			t.Errorf("%s=true: ReadOnlyMode false", key)
+		}
+	}
+	if c := mustParse(t, "dataDir=/d"); c.ReadOnlyMode {
+		t.Error("ReadOnlyMode on by default")
+	}
+}

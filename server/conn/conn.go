@@ -21,9 +21,10 @@ import (
 type Backend interface {
 	// LastZxid is the zxid of the last applied transaction.
 	LastZxid() int64
-	// OpenSession creates a session with a negotiated timeout and returns
-	// its id, password and timeout.
-	OpenSession(ctx context.Context, c *Conn, requested time.Duration, readOnly bool) (id int64, passwd []byte, timeout time.Duration, err error)
+	// OpenSession creates a session with a negotiated timeout. readOnly
+	// says the client accepts a read-only session (ZooKeeper's
+	// canBeReadOnly).
+	OpenSession(ctx context.Context, c *Conn, requested time.Duration, readOnly bool) (Session, error)
 	// ResumeSession attaches c to an existing session if the password is
 	// right and the session is still open, and returns its timeout.
 	ResumeSession(ctx context.Context, c *Conn, id int64, passwd []byte, requested time.Duration) (timeout time.Duration, ok bool)
@@ -48,6 +49,17 @@ type Backend interface {
 	// FourLetter answers a four-letter word, or returns false if it is not
 	// one or is not allowed.
 	FourLetter(cmd string) (string, bool)
+}
+
+// Session is what OpenSession grants a client.
+type Session struct {
+	ID      int64
+	Passwd  []byte
+	Timeout time.Duration
+	// ReadOnly marks a session of a server in read-only mode: it lives on
+	// this server alone, its reads are answered from what the server has,
+	// and its writes and syncs fail with NOTREADONLY.
+	ReadOnly bool
 }
 
 // Reply is the outcome of one request.
@@ -116,6 +128,9 @@ type Conn struct {
 	// Set once by the handshake before the pipeline starts.
 	session int64
 	timeout time.Duration
+	// readOnly is set by the handshake too, but read by the server, which
+	// knows the connection from OpenSession on.
+	readOnly atomic.Bool
 
 	// auth is written by the reader goroutine only and read by any; each
 	// request carries the slice current when it was read. Slices are never
@@ -212,6 +227,10 @@ func (c *Conn) Auth() []proto.ID { return *c.auth.Load() }
 // Session returns the connection's session id (0 before the handshake).
 func (c *Conn) Session() int64 { return c.session }
 
+// ReadOnly reports whether the connection's session is a read-only one
+// (see Session.ReadOnly).
+func (c *Conn) ReadOnly() bool { return c.readOnly.Load() }
+
 // Timeout returns the negotiated session timeout.
 func (c *Conn) Timeout() time.Duration { return c.timeout }
 
@@ -307,13 +326,15 @@ func (c *Conn) handshake() bool {
 	resp := proto.ConnectResponse{ProtocolVersion: 0, ReadOnly: false}
 	ok := true
 	if req.SessionID == 0 {
-		id, passwd, timeout, err := c.backend.OpenSession(c.ctx, c, requested, req.ReadOnly)
+		sess, err := c.backend.OpenSession(c.ctx, c, requested, req.ReadOnly)
 		if err != nil {
 			c.log.Warn("cannot open session", "err", err)
 			return false
 		}
-		c.session, c.timeout = id, timeout
-		resp.SessionID, resp.Passwd, resp.TimeOut = id, passwd, int32(timeout/time.Millisecond)
+		c.session, c.timeout = sess.ID, sess.Timeout
+		c.readOnly.Store(sess.ReadOnly)
+		resp.SessionID, resp.Passwd, resp.TimeOut = sess.ID, sess.Passwd, int32(sess.Timeout/time.Millisecond)
+		resp.ReadOnly = sess.ReadOnly
 	} else {
 		timeout, valid := c.backend.ResumeSession(c.ctx, c, req.SessionID, req.Passwd, requested)
 		if valid {
@@ -346,6 +367,11 @@ func (c *Conn) read() {
 	// for its length and one for its body.
 	br := bufio.NewReaderSize(c.nc, 64<<10)
 	for {
+		if c.readOnly.Load() {
+			// No leader expires a read-only session: a client silent for
+			// its whole timeout is gone, and so is the session.
+			c.nc.SetReadDeadline(time.Now().Add(c.timeout))
+		}
 		b, err := c.readFrame(br, lenBuf[:])
 		if err != nil {
 			if !errors.Is(err, net.ErrClosed) && !errors.Is(err, io.EOF) {
@@ -387,7 +413,18 @@ func (c *Conn) read() {
 			}
 			it.req = req
 		}
-		if isWrite(hdr.Type) {
+		switch {
+		case c.readOnly.Load() && hdr.Type == proto.OpCloseSession:
+			// A read-only session lives on this server alone: nothing to
+			// replicate, and nothing of it outlives the connection.
+			it.done = true
+			it.reply = Reply{Zxid: c.backend.LastZxid(), Close: true}
+		case c.readOnly.Load() && (isWrite(hdr.Type) || hdr.Type == proto.OpSync):
+			// As ZooKeeper's read-only server: no write, and no sync, which
+			// would need a leader.
+			it.done = true
+			it.reply = Reply{Zxid: c.backend.LastZxid(), Err: proto.ErrNotReadOnly}
+		case isWrite(hdr.Type):
 			it.write = true
 			it.req = rawBody(body)
 		}

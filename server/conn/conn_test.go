@@ -17,6 +17,8 @@ type echoBackend struct {
 	// lose, if set, answers every write with ErrConnectionLoss, as a
 	// server whose proposal was lost with its leader.
 	lose bool
+	// readOnly grants read-only sessions to clients that accept them.
+	readOnly bool
 
 	mu     sync.Mutex
 	writes int
@@ -24,8 +26,8 @@ type echoBackend struct {
 }
 
 func (b *echoBackend) LastZxid() int64 { return 7 }
-func (b *echoBackend) OpenSession(context.Context, *Conn, time.Duration, bool) (int64, []byte, time.Duration, error) {
-	return 1, make([]byte, 16), 4 * time.Second, nil
+func (b *echoBackend) OpenSession(_ context.Context, _ *Conn, _ time.Duration, readOnly bool) (Session, error) {
+	return Session{ID: 1, Passwd: make([]byte, 16), Timeout: 4 * time.Second, ReadOnly: readOnly && b.readOnly}, nil
 }
 func (b *echoBackend) ResumeSession(context.Context, *Conn, int64, []byte, time.Duration) (time.Duration, bool) {
 	return 4 * time.Second, true
