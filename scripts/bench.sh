@@ -2,11 +2,14 @@
 # Runs Collie's benchmarks and prints their results as tables: first the
 # micro-benchmarks (codec, tree, state machine, WAL), then the load comparison
 # of a Collie server with Apache ZooKeeper 3.8 on this machine
-# (TestLoadAgainstZooKeeper in zkcompat, several minutes).
+# (TestLoadAgainstZooKeeper in zkcompat, several minutes). --ensemble runs the
+# comparison of a 3-server Collie ensemble with a 3-server ZooKeeper ensemble
+# instead (TestEnsembleLoadAgainstZooKeeper: load, leader kill, catch-up).
 #
-# Usage: ./scripts/bench.sh [--micro | --load]
-#   --micro   run only the micro-benchmarks
-#   --load    run only the load comparison
+# Usage: ./scripts/bench.sh [--micro | --load | --ensemble]
+#   --micro     run only the micro-benchmarks
+#   --load      run only the standalone load comparison
+#   --ensemble  run only the ensemble comparison
 # Environment:
 #   BENCHTIME  -benchtime of each micro-benchmark (default 1s)
 #   COUNT      -count of the micro-benchmarks; use 6 or more for benchstat (default 1)
@@ -16,15 +19,21 @@
 set -euo pipefail
 
 usage() {
-	sed -n '2,15s/^# \{0,1\}//p' "$0"
+	sed -n '2,18s/^# \{0,1\}//p' "$0"
 }
 
 micro=true
 load=true
+ensemble=false
 for arg in "$@"; do
 	case "$arg" in
 	--micro) load=false ;;
 	--load) micro=false ;;
+	--ensemble)
+		micro=false
+		load=false
+		ensemble=true
+		;;
 	-h | --help)
 		usage
 		exit 0
@@ -66,6 +75,18 @@ micro_table() {
 	}'
 }
 
+# comparison TEST VAR NAME runs zkcompat's benchmark TEST, which runs only
+# when VAR=1, keeps its log and report as NAME.log and NAME.md, and prints the
+# report.
+comparison() {
+	env "$2=1" COLLIE_BENCH_REPORT="$out/$3.md" \
+		go test -run "^$1\$" -count 1 -v -timeout 60m ./zkcompat >"$out/$3.log" 2>&1 || {
+		tail -n 50 "$out/$3.log" >&2
+		exit 1
+	}
+	cat "$out/$3.md"
+}
+
 if $micro; then
 	echo
 	echo "## Micro-benchmarks (-benchtime ${BENCHTIME:-1s}, -count ${COUNT:-1})"
@@ -80,10 +101,14 @@ if $load; then
 	echo
 	echo "Client and servers share the same cores: the load generator's CPU is taken from the server's."
 	echo
-	COLLIE_BENCH=1 COLLIE_BENCH_REPORT="$out/load.md" \
-		go test -run '^TestLoadAgainstZooKeeper$' -count 1 -v -timeout 60m ./zkcompat >"$out/load.log" 2>&1 || {
-		tail -n 50 "$out/load.log" >&2
-		exit 1
-	}
-	cat "$out/load.md"
+	comparison TestLoadAgainstZooKeeper COLLIE_BENCH load
+fi
+
+if $ensemble; then
+	echo
+	echo "## A 3-server Collie ensemble and a 3-server ZooKeeper 3.8 ensemble on this machine"
+	echo
+	echo "Six server processes and the load generator share the same cores."
+	echo
+	comparison TestEnsembleLoadAgainstZooKeeper COLLIE_BENCH_ENSEMBLE ensemble
 fi

@@ -139,7 +139,14 @@ func (e *Ensemble) Kill(i int) { e.members[i].Kill() }
 // returns once it serves, which takes a quorum of running members.
 func (e *Ensemble) Restart(i int) {
 	e.t.Helper()
+	e.StartMember(i)
+	e.await(i, time.Now().Add(startTimeout))
+}
+
+// StartMember starts member i again from the data it had, killing it first
+// if it runs, and returns at once.
+func (e *Ensemble) StartMember(i int) {
+	e.t.Helper()
 	e.members[i].Kill()
 	e.start(i)
-	e.await(i, time.Now().Add(startTimeout))
 }
