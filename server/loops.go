@@ -25,6 +25,24 @@ func (s *Server) expireSessions(ctx context.Context) {
 			return
 		case <-s.closing:
 			return
+		case <-s.node.LeaderChanges():
+			// At once rather than at the next tick: requests waiting on a
+			// leader that is gone end now, and a new leader starts
+			// tracking sessions now.
+			now := time.Now()
+			if l := s.node.Leader(); l != leader {
+				if leader != 0 {
+					s.failWaiters(leader)
+				}
+				leader = l
+			}
+			s.checkLeaderless(now, leader)
+			if !leading && s.node.IsLeader() {
+				leading = true
+				s.smu.Lock()
+				s.tracker.ResetAll(now)
+				s.smu.Unlock()
+			}
 		case now := <-t.C:
 			if l := s.node.Leader(); l != leader {
 				if leader != 0 {

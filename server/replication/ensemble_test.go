@@ -350,9 +350,24 @@ func TestEnsembleLostLeaderElection(t *testing.T) {
 	proposeAll(t, ms[1], 1, 10)
 	awaitApplied(t, ms, sumTo(1, 10), 10)
 
+	// The signal of the first election is taken; the next ones come with
+	// the loss of the leader and the election of the next.
+	select {
+	case <-ms[1].n.LeaderChanges():
+	default:
+	}
 	r.detach(1)
 	ms[0].n.Stop()
 	lead := leaderOf(t, ms[1:])
+	timeout := time.After(10 * time.Second)
+	for signalled := false; !signalled || ms[1].n.Leader() != lead.id; {
+		select {
+		case <-ms[1].n.LeaderChanges():
+			signalled = true
+		case <-timeout:
+			t.Fatalf("member 2 knows leader %d (the new one is %d); signalled: %v", ms[1].n.Leader(), lead.id, signalled)
+		}
+	}
 	proposeAll(t, lead, 11, 20)
 	awaitApplied(t, ms[1:], sumTo(1, 20), 20)
 }

@@ -117,7 +117,10 @@ type Node struct {
 	donec   chan struct{}
 	leader  chan struct{} // closed once this node has been leader
 	known   chan struct{} // closed once this node has known a leader
-	exited  chan struct{} // closed once run reads no more, before donec
+	// leaderChanged has room for one signal, sent (without waiting) each
+	// time the leader as this node knows it changes.
+	leaderChanged chan struct{}
+	exited        chan struct{} // closed once run reads no more, before donec
 
 	// Owned by run.
 	applied   uint64
@@ -186,20 +189,21 @@ func Start(cfg Config) (*Node, error) {
 		cfg.MaxBatch = 4096
 	}
 	n := &Node{
-		cfg:          cfg,
-		log:          cfg.Logger,
-		mem:          raft.NewMemoryStorage(),
-		propc:        make(chan proposal, cfg.MaxBatch),
-		readc:        make(chan readRequest, 256),
-		recvc:        make(chan raftpb.Message, 1024),
-		reportc:      make(chan report, 64),
-		stopc:        make(chan struct{}),
-		donec:        make(chan struct{}),
-		leader:       make(chan struct{}),
-		known:        make(chan struct{}),
-		exited:       make(chan struct{}),
-		pendingReads: make(map[string][]readRequest),
-		snapc:        make(chan snapResult, 1),
+		cfg:           cfg,
+		log:           cfg.Logger,
+		mem:           raft.NewMemoryStorage(),
+		propc:         make(chan proposal, cfg.MaxBatch),
+		readc:         make(chan readRequest, 256),
+		recvc:         make(chan raftpb.Message, 1024),
+		reportc:       make(chan report, 64),
+		stopc:         make(chan struct{}),
+		donec:         make(chan struct{}),
+		leader:        make(chan struct{}),
+		known:         make(chan struct{}),
+		leaderChanged: make(chan struct{}, 1),
+		exited:        make(chan struct{}),
+		pendingReads:  make(map[string][]readRequest),
+		snapc:         make(chan snapResult, 1),
 	}
 	meta, data, err := cfg.Storage.LoadSnapshot()
 	if err != nil {
@@ -439,6 +443,12 @@ func (n *Node) Leader() uint64 {
 	defer n.mu.Unlock()
 	return n.lead
 }
+
+// LeaderChanges signals when the leader as this node knows it (Leader)
+// has changed, so that what depends on it need not poll. Signals
+// coalesce: one may stand for several changes, and Leader says where they
+// ended.
+func (n *Node) LeaderChanges() <-chan struct{} { return n.leaderChanged }
 
 // WaitLeader blocks until this node has been elected leader.
 func (n *Node) WaitLeader(ctx context.Context) error {
@@ -692,8 +702,15 @@ func (n *Node) failPending(err error) {
 func (n *Node) handleReady(rd raft.Ready) error {
 	if rd.SoftState != nil {
 		n.mu.Lock()
+		changed := n.lead != rd.SoftState.Lead
 		n.state, n.lead = rd.SoftState.RaftState, rd.SoftState.Lead
 		n.mu.Unlock()
+		if changed {
+			select {
+			case n.leaderChanged <- struct{}{}:
+			default:
+			}
+		}
 		if rd.SoftState.Lead != raft.None && !n.knewLeader {
 			n.knewLeader = true
 			close(n.known)
