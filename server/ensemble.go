@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"slices"
@@ -17,6 +18,7 @@ import (
 	"github.com/collie-io/collie/server/config"
 	"github.com/collie-io/collie/server/fsm"
 	"github.com/collie-io/collie/server/peer"
+	"github.com/collie-io/collie/server/replication"
 	"github.com/collie-io/collie/server/session"
 )
 
@@ -63,6 +65,8 @@ func (s *Server) newTransport() (*peer.Transport, error) {
 		Listen:    listen,
 		Peers:     peers,
 		Raft:      func(m raftpb.Message) { s.node.Step(m) },
+		// Snapshots go to disk as they arrive, not through memory.
+		StoreSnapshot: func(m raftpb.Message, data io.Reader) error { return s.node.ReceiveSnapshot(m, data) },
 		App: func(from uint64, data []byte) {
 			if err := s.receiveApp(from, data); err != nil {
 				s.log.Warn("dropped a message from a peer", "from", from, "err", err)
@@ -78,6 +82,9 @@ func (s *Server) newTransport() (*peer.Transport, error) {
 	}
 	return t, nil
 }
+
+// The peer transport streams snapshots from the file to the socket.
+var _ replication.SnapshotStreamer = (*peer.Transport)(nil)
 
 // clusterID names the ensemble to the peer transport, which refuses
 // connections between servers whose names differ. ZooKeeper has no such

@@ -598,3 +598,58 @@ func awaitState(t *testing.T, ctx context.Context, states *client.Stream[client.
 		}
 	}
 }
+
+// A follower that was down while the others wrote more than the leader
+// keeps in its log is sent a snapshot, streamed to its disk through the
+// peer transport, and then serves everything written, also after a
+// restart from what it stored.
+func TestEnsembleFollowerCatchesUpBySnapshot(t *testing.T) {
+	e := collietest.StartEnsemble(t, 3, 0, collietest.WithConfig(func(c *config.Config) { c.SnapCount = 10 }))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	lead := e.Leader()
+	var f *collietest.Server
+	for _, s := range e.Servers() {
+		if s != lead {
+			f = s
+			break
+		}
+	}
+	f.Stop()
+	writer := dialClient(t, lead.Addr(), client.Config{})
+	// More bytes than the leader keeps in its log past a snapshot.
+	data := make([]byte, 512<<10)
+	const nodes = 48
+	for i := range nodes {
+		data[0] = byte(i)
+		if _, _, err := writer.Create(ctx, fmt.Sprintf("/big%02d", i), data, client.ModePersistent, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.Restart()
+	last := fmt.Sprintf("/big%02d", nodes-1)
+	waitFor(t, "the follower to serve the last write", func() bool { return len(tryGet(f.Addr(), last)) == len(data) })
+	if got := mntrValue(t, f.Addr(), "collie_snapshots_received"); got == "0" {
+		t.Fatal("the follower caught up without a snapshot")
+	}
+	if got := mntrValue(t, lead.Addr(), "collie_snapshots_sent"); got == "0" {
+		t.Fatal("the leader reports no snapshot sent")
+	}
+	f.Restart()
+	waitFor(t, "the follower to serve the first write after its restart", func() bool {
+		v := tryGet(f.Addr(), "/big00")
+		return len(v) == len(data) && v[0] == 0
+	})
+}
+
+// mntrValue returns the value of key in addr's mntr.
+func mntrValue(t *testing.T, addr, key string) string {
+	t.Helper()
+	for _, line := range strings.Split(fourLetter(t, addr, "mntr"), "\n") {
+		if k, v, ok := strings.Cut(line, "\t"); ok && k == key {
+			return v
+		}
+	}
+	t.Fatalf("no %s in the mntr of %s", key, addr)
+	return ""
+}

@@ -278,6 +278,16 @@ func (s *Server) mntr() string {
 	if s.mode() == "leader" {
 		lines = append(lines, s.leaderLines()...)
 	}
+	if s.transport != nil {
+		var sent, received uint64
+		for _, p := range s.transport.Stats().Peers {
+			sent += p.SnapshotsSent
+			received += p.SnapshotsReceived
+		}
+		lines = append(lines,
+			[2]string{"collie_snapshots_sent", fmt.Sprint(sent)},
+			[2]string{"collie_snapshots_received", fmt.Sprint(received)})
+	}
 	var b strings.Builder
 	for _, l := range lines {
 		fmt.Fprintf(&b, "%s\t%s\n", l[0], l[1])

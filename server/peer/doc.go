@@ -54,8 +54,7 @@
 // one peer, raft's and the application's, arrive in the order they were
 // sent; any of them may be missing.
 //
-// A MsgSnap carries the whole state in Snapshot.Data, possibly hundreds of
-// megabytes. It travels on a connection of its own, opened for it, so that
+// A MsgSnap carries the whole state, possibly hundreds of megabytes. It travels on a connection of its own, opened for it, so that
 // heartbeats and appends never wait behind it; SnapshotStatus is told
 // whether the receiver got it whole and handed it to Raft.
 //
@@ -105,10 +104,12 @@
 //	13+n   d     the snapshot data
 //
 // The data travels beside the message rather than inside it, so that
-// neither side copies it. The receiver puts it back into Snapshot.Data,
-// calls Raft, and answers one byte, 0. Snapshot data may be large; the
-// receiver's buffer grows only as bytes arrive, so a length announced and
-// not sent costs nothing.
+// neither side holds it in memory: SendSnapshot streams it from a reader
+// (the snapshot file), and a receiver with Config.StoreSnapshot streams it
+// to disk as it arrives, then calls Raft with the message alone. Without
+// StoreSnapshot the receiver puts the data back into Snapshot.Data and
+// calls Raft; its buffer grows only as bytes arrive, so a length announced
+// and not sent costs nothing. Either way it then answers one byte, 0.
 //
 // Anything else (a frame over its limit, an unknown kind, a message that
 // does not decode or is misaddressed, a stalled handshake) closes that one

@@ -40,7 +40,7 @@ type peer struct {
 	// queue holds what waits to be written to the stream connection.
 	queue chan outgoing
 	// snapc holds a snapshot waiting for the one being sent.
-	snapc chan raftpb.Message
+	snapc chan outSnapshot
 	// redial asks runStream to connect again (the address changed).
 	redial chan struct{}
 	// unreachable, snapDropped and lost wake runReports.
@@ -63,6 +63,14 @@ type peer struct {
 	snapsReceived           atomic.Uint64
 }
 
+// outSnapshot is a MsgSnap to send (its Snapshot.Data empty) and the
+// reader of its data, which the sender closes.
+type outSnapshot struct {
+	m    raftpb.Message
+	data io.ReadCloser
+	size int64
+}
+
 // outgoing is a queued message: raft's, or the application's.
 type outgoing struct {
 	m     raftpb.Message
@@ -83,7 +91,7 @@ func newPeer(t *Transport, id uint64, addr string) *peer {
 		id:          id,
 		addr:        addr,
 		queue:       make(chan outgoing, t.cfg.QueueLen),
-		snapc:       make(chan raftpb.Message, 1),
+		snapc:       make(chan outSnapshot, 1),
 		redial:      make(chan struct{}, 1),
 		unreachable: make(chan struct{}, 1),
 		snapDropped: make(chan struct{}, 1),
@@ -140,18 +148,20 @@ func (p *peer) drop(o *outgoing) {
 	signal(p.unreachable)
 }
 
-func (p *peer) sendSnapshot(m raftpb.Message) {
+func (p *peer) sendSnapshot(s outSnapshot) {
 	if p.cut.Load() {
+		s.data.Close()
 		p.snapsFailed.Add(1)
 		p.dropped.Add(1)
 		signal(p.snapDropped)
 		return
 	}
 	select {
-	case p.snapc <- m:
+	case p.snapc <- s:
 	default:
 		// Raft sends one snapshot at a time to a peer, until told how the
 		// last one ended; a second one waiting means raft moved on.
+		s.data.Close()
 		p.snapsFailed.Add(1)
 		p.dropped.Add(1)
 		signal(p.snapDropped)
@@ -411,18 +421,19 @@ func (p *peer) runSnapshots() {
 	log := p.t.log.With("peer", p.id)
 	for {
 		select {
-		case m := <-p.snapc:
+		case s := <-p.snapc:
 			start := time.Now()
-			err := p.transferSnapshot(&m)
+			err := p.transferSnapshot(s)
+			s.data.Close()
 			if p.ctx.Err() != nil {
 				return
 			}
 			if err != nil {
 				p.snapsFailed.Add(1)
-				log.Warn("sending a snapshot failed", "index", m.Snapshot.Metadata.Index, "err", err)
+				log.Warn("sending a snapshot failed", "index", s.m.Snapshot.Metadata.Index, "err", err)
 			} else {
 				p.snapsSent.Add(1)
-				log.Info("sent a snapshot", "index", m.Snapshot.Metadata.Index, "bytes", len(m.Snapshot.Data), "took", time.Since(start))
+				log.Info("sent a snapshot", "index", s.m.Snapshot.Metadata.Index, "bytes", s.size, "took", time.Since(start))
 			}
 			if sf := p.t.cfg.SnapshotStatus; sf != nil {
 				sf(p.id, err != nil)
@@ -433,17 +444,18 @@ func (p *peer) runSnapshots() {
 	}
 }
 
-// transferSnapshot sends m on a new connection and waits until the peer
-// has handed it to raft.
-func (p *peer) transferSnapshot(m *raftpb.Message) error {
+// transferSnapshot sends s on a new connection, its data streamed from its
+// reader, and waits until the peer has handed it to raft.
+func (p *peer) transferSnapshot(s outSnapshot) error {
 	cfg := &p.t.cfg
+	m := &s.m
 	if m.Snapshot == nil {
 		return errors.New("snapshot message without a snapshot")
 	}
-	if n := int64(len(m.Snapshot.Data)); n > cfg.MaxSnapshot {
-		return fmt.Errorf("snapshot of %d bytes, over the limit of %d", n, cfg.MaxSnapshot)
+	if s.size > cfg.MaxSnapshot {
+		return fmt.Errorf("snapshot of %d bytes, over the limit of %d", s.size, cfg.MaxSnapshot)
 	}
-	header, err := snapshotHeader(m)
+	header, err := snapshotHeader(m, s.size)
 	if err != nil {
 		return err
 	}
@@ -460,13 +472,16 @@ func (p *peer) transferSnapshot(m *raftpb.Message) error {
 	if _, err := w.Write(header); err != nil {
 		return err
 	}
-	data := m.Snapshot.Data
-	for len(data) > 0 {
-		n := min(len(data), chunkSize)
-		if _, err := w.Write(data[:n]); err != nil {
+	buf := make([]byte, chunkSize)
+	for left := s.size; left > 0; {
+		n, err := io.ReadFull(s.data, buf[:min(left, chunkSize)])
+		if err != nil {
+			return fmt.Errorf("read the snapshot: %w", unexpected(err))
+		}
+		if _, err := w.Write(buf[:n]); err != nil {
 			return err
 		}
-		data = data[n:]
+		left -= int64(n)
 		if h := snapshotChunkHook; h != nil {
 			h(p.id)
 		}
@@ -482,7 +497,7 @@ func (p *peer) transferSnapshot(m *raftpb.Message) error {
 		return fmt.Errorf("%w: snapshot acknowledgement %d", errProtocol, ack[0])
 	}
 	p.sent.Add(1)
-	p.sentBytes.Add(uint64(len(header) + len(m.Snapshot.Data)))
+	p.sentBytes.Add(uint64(int64(len(header)) + s.size))
 	return nil
 }
 

@@ -74,6 +74,12 @@ type Config struct {
 	// It must return once the receiving node has stopped, or Close waits
 	// for it. Required.
 	Raft func(m raftpb.Message)
+	// StoreSnapshot, if set, receives the data of each snapshot as it
+	// arrives, to write it where the node will find it (m's Snapshot.Data
+	// is empty); Raft is then called with m once it returns nil. Without
+	// it the data is read into memory and handed to Raft in m. It is
+	// called from the snapshot connection's goroutine.
+	StoreSnapshot func(m raftpb.Message, data io.Reader) error
 	// App is called with every application message received, in order
 	// with the raft messages of the same peer. data is the callee's. Nil
 	// discards them.
@@ -273,11 +279,31 @@ func (t *Transport) Send(msgs []raftpb.Message) {
 			t.unknownDropped.Add(1)
 			t.log.Debug("dropped message to an unknown peer", "peer", m.To, "type", m.Type)
 		case m.Type == raftpb.MsgSnap:
-			p.sendSnapshot(*m)
+			var data []byte
+			if m.Snapshot != nil {
+				data = m.Snapshot.Data
+			}
+			p.sendSnapshot(outSnapshot{m: *m, data: io.NopCloser(bytes.NewReader(data)), size: int64(len(data))})
 		default:
 			p.enqueue(outgoing{m: *m})
 		}
 	}
+}
+
+// SendSnapshot queues a MsgSnap whose data is read from data, size bytes,
+// as the connection takes it: a snapshot of hundreds of megabytes is
+// never held in memory. m's Snapshot.Data is not sent. The transport
+// closes data, and reports how the transfer ended as for Send.
+func (t *Transport) SendSnapshot(m raftpb.Message, data io.ReadCloser, size int64) {
+	p := (*t.peers.Load())[m.To]
+	if t.isClosed.Load() || p == nil || m.Type != raftpb.MsgSnap || m.Snapshot == nil {
+		data.Close()
+		if p == nil {
+			t.unknownDropped.Add(1)
+		}
+		return
+	}
+	p.sendSnapshot(outSnapshot{m: m, data: data, size: size})
 }
 
 // errCut refuses a snapshot from a peer whose link is cut.
@@ -566,7 +592,7 @@ func (t *Transport) readStream(p *peer, fr *frameReader) error {
 // readSnapshot receives the snapshot of a snapshot connection, hands it to
 // Raft, and acknowledges it.
 func (t *Transport) readSnapshot(p *peer, fr *frameReader, conn net.Conn) error {
-	m, err := fr.readSnapshot(t.cfg.MaxSnapshot)
+	m, size, err := fr.readSnapshotHeader(t.cfg.MaxSnapshot)
 	if err != nil {
 		return err
 	}
@@ -576,10 +602,21 @@ func (t *Transport) readSnapshot(p *peer, fr *frameReader, conn net.Conn) error 
 	if p.cut.Load() {
 		return errCut
 	}
+	if t.cfg.StoreSnapshot != nil {
+		data := fr.snapshotData(size)
+		if err := t.cfg.StoreSnapshot(m, data); err != nil {
+			return fmt.Errorf("store the snapshot: %w", err)
+		}
+		if rest, _ := io.Copy(io.Discard, data); rest != 0 {
+			return fmt.Errorf("%w: the snapshot store left %d bytes unread", errProtocol, rest)
+		}
+	} else if m.Snapshot.Data, err = fr.read(nil, size); err != nil {
+		return err
+	}
 	p.received.Add(1)
-	p.receivedBytes.Add(uint64(headerSize + m.Size()))
+	p.receivedBytes.Add(uint64(headerSize+m.Size()) + uint64(size))
 	p.snapsReceived.Add(1)
-	t.log.Info("received a snapshot", "peer", p.id, "index", m.Snapshot.Metadata.Index, "bytes", len(m.Snapshot.Data))
+	t.log.Info("received a snapshot", "peer", p.id, "index", m.Snapshot.Metadata.Index, "bytes", size)
 	t.cfg.Raft(m)
 	if err := conn.SetWriteDeadline(time.Now().Add(t.cfg.IOTimeout)); err != nil {
 		return err

@@ -2,13 +2,16 @@ package peer_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"runtime"
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -372,4 +375,70 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 		t.Error("SendApp after Close: no error")
 	}
 	ms[0].tr.Send([]raftpb.Message{heartbeat(1, 2, 1)}) // dropped, does not panic
+}
+
+// closeCounter is a snapshot reader that records that it was closed.
+type closeCounter struct {
+	io.Reader
+	closed atomic.Int32
+}
+
+func (c *closeCounter) Close() error { c.closed.Add(1); return nil }
+
+// A snapshot sent with SendSnapshot is read from its reader as the
+// connection takes it, and a receiver with StoreSnapshot gets the data as
+// a stream, then Raft gets the message without it.
+func TestSnapshotStreamed(t *testing.T) {
+	data := make([]byte, 20<<20+123)
+	rand.NewChaCha8([32]byte{2}).Read(data)
+	var mu sync.Mutex
+	var stored []byte
+	ms := ensemble(t, 2, func(cfg *peer.Config) {
+		cfg.StoreSnapshot = func(m raftpb.Message, r io.Reader) error {
+			b, err := io.ReadAll(r)
+			mu.Lock()
+			stored = b
+			mu.Unlock()
+			return err
+		}
+	})
+	a, b := ms[0], ms[1]
+	src := &closeCounter{Reader: bytes.NewReader(data)}
+	snap := raftpb.Message{Type: raftpb.MsgSnap, From: 1, To: 2, Term: 3, Snapshot: &raftpb.Snapshot{
+		Metadata: raftpb.SnapshotMetadata{Index: 77, Term: 3},
+	}}
+	a.tr.SendSnapshot(snap, src, int64(len(data)))
+	waitFor(t, "the snapshot", func() bool { return len(b.rec.snapshots()) == 1 })
+	got := b.rec.snapshots()[0]
+	if got.Snapshot.Metadata.Index != 77 || len(got.Snapshot.Data) != 0 {
+		t.Errorf("message handed to Raft: index %d, %d bytes of data", got.Snapshot.Metadata.Index, len(got.Snapshot.Data))
+	}
+	mu.Lock()
+	if !bytes.Equal(stored, data) {
+		t.Errorf("stored %d bytes, sent %d, or they differ", len(stored), len(data))
+	}
+	mu.Unlock()
+	waitFor(t, "SnapshotStatus(2)", func() bool { return len(a.rec.snapshotStatus(2)) == 1 })
+	if failed := a.rec.snapshotStatus(2)[0]; failed {
+		t.Error("SnapshotStatus(2, failed=true) for a snapshot delivered")
+	}
+	if n := src.closed.Load(); n != 1 {
+		t.Errorf("snapshot reader closed %d times, want 1", n)
+	}
+
+	// A store that fails refuses the snapshot: Raft never sees it, and
+	// the sender hears of the failure.
+	failing := &closeCounter{Reader: bytes.NewReader(data)}
+	ms2 := ensemble(t, 2, func(cfg *peer.Config) {
+		cfg.StoreSnapshot = func(raftpb.Message, io.Reader) error { return errors.New("disk full") }
+	})
+	ms2[0].tr.SendSnapshot(snap, failing, int64(len(data)))
+	waitFor(t, "SnapshotStatus(2) of the refused snapshot", func() bool { return len(ms2[0].rec.snapshotStatus(2)) == 1 })
+	if failed := ms2[0].rec.snapshotStatus(2)[0]; !failed {
+		t.Error("SnapshotStatus(2, failed=false) for a snapshot the receiver could not store")
+	}
+	if n := len(ms2[1].rec.snapshots()); n != 0 {
+		t.Errorf("Raft got %d snapshots the receiver could not store", n)
+	}
+	closeAll(t, append(ms, ms2...)...)
 }

@@ -307,7 +307,7 @@ func checkMessage(m *raftpb.Message, from, to uint64, kind connKind) error {
 // snapshotHeader encodes m without its snapshot data, which follows the
 // header on the wire rather than inside the protobuf message: the data can
 // be hundreds of megabytes, and this way neither side copies it.
-func snapshotHeader(m *raftpb.Message) ([]byte, error) {
+func snapshotHeader(m *raftpb.Message, size int64) ([]byte, error) {
 	meta := *m
 	snap := *m.Snapshot
 	snap.Data = nil
@@ -318,59 +318,87 @@ func snapshotHeader(m *raftpb.Message) ([]byte, error) {
 	if _, err := meta.MarshalToSizedBuffer(b[start:]); err != nil {
 		return nil, fmt.Errorf("peer: encode snapshot message: %w", err)
 	}
-	return binary.BigEndian.AppendUint64(b, uint64(len(m.Snapshot.Data))), nil
+	return binary.BigEndian.AppendUint64(b, uint64(size)), nil
 }
 
 // readSnapshot reads the one frame of a snapshot connection: the message
-// without its data, then the data.
+// without its data, then the data, into memory.
 func (r *frameReader) readSnapshot(maxSnapshot int64) (raftpb.Message, error) {
-	// Unlike a stream, a snapshot connection is never idle: the frame
-	// follows the handshake at once.
-	if err := r.arm(); err != nil {
-		return raftpb.Message{}, err
-	}
-	var h [headerSize]byte
-	if _, err := io.ReadFull(r.br, h[:]); err != nil {
-		return raftpb.Message{}, err
-	}
-	kind, n := frameKind(h[0]), int64(binary.BigEndian.Uint32(h[1:]))
-	if kind != frameSnapshot {
-		return raftpb.Message{}, fmt.Errorf("%w: frame kind %d on a snapshot connection", errProtocol, h[0])
-	}
-	if n > int64(r.maxFrame) {
-		return raftpb.Message{}, fmt.Errorf("%w: snapshot message of %d bytes, over the limit of %d", errProtocol, n, r.maxFrame)
-	}
-	payload, err := r.read(nil, n)
+	m, size, err := r.readSnapshotHeader(maxSnapshot)
 	if err != nil {
 		return raftpb.Message{}, err
 	}
-	m, err := decodeRaft(payload)
-	if err != nil {
-		return raftpb.Message{}, err
-	}
-	if m.Type != raftpb.MsgSnap || m.Snapshot == nil {
-		return raftpb.Message{}, fmt.Errorf("%w: %v in a snapshot frame", errProtocol, m.Type)
-	}
-	if len(m.Snapshot.Data) != 0 {
-		return raftpb.Message{}, fmt.Errorf("%w: snapshot data inside the message", errProtocol)
-	}
-	if err := r.arm(); err != nil {
-		return raftpb.Message{}, err
-	}
-	var l [snapLenSize]byte
-	if _, err := io.ReadFull(r.br, l[:]); err != nil {
-		return raftpb.Message{}, unexpected(err)
-	}
-	size := binary.BigEndian.Uint64(l[:])
-	if size > uint64(maxSnapshot) {
-		return raftpb.Message{}, fmt.Errorf("%w: snapshot of %d bytes, over the limit of %d", errProtocol, size, maxSnapshot)
-	}
-	data, err := r.read(nil, int64(size))
+	data, err := r.read(nil, size)
 	if err != nil {
 		return raftpb.Message{}, err
 	}
 	m.Snapshot.Data = data
 	return m, nil
+}
+
+// snapshotData returns a reader of the size bytes of snapshot data that
+// follow the header on a snapshot connection: each read must make
+// progress within the timeout, as every chunk of a frame must.
+func (r *frameReader) snapshotData(size int64) io.Reader {
+	return io.LimitReader(armedReader{r}, size)
+}
+
+// armedReader arms the deadline before each read of the frame reader.
+type armedReader struct{ r *frameReader }
+
+func (a armedReader) Read(p []byte) (int, error) {
+	if err := a.r.arm(); err != nil {
+		return 0, err
+	}
+	n, err := a.r.br.Read(p)
+	return n, unexpected(err)
+}
+
+// readSnapshotHeader reads the message of a snapshot connection and the
+// length of the data that follows it.
+func (r *frameReader) readSnapshotHeader(maxSnapshot int64) (raftpb.Message, int64, error) {
+	// Unlike a stream, a snapshot connection is never idle: the frame
+	// follows the handshake at once.
+	if err := r.arm(); err != nil {
+		return raftpb.Message{}, 0, err
+	}
+	var h [headerSize]byte
+	if _, err := io.ReadFull(r.br, h[:]); err != nil {
+		return raftpb.Message{}, 0, err
+	}
+	kind, n := frameKind(h[0]), int64(binary.BigEndian.Uint32(h[1:]))
+	if kind != frameSnapshot {
+		return raftpb.Message{}, 0, fmt.Errorf("%w: frame kind %d on a snapshot connection", errProtocol, h[0])
+	}
+	if n > int64(r.maxFrame) {
+		return raftpb.Message{}, 0, fmt.Errorf("%w: snapshot message of %d bytes, over the limit of %d", errProtocol, n, r.maxFrame)
+	}
+	payload, err := r.read(nil, n)
+	if err != nil {
+		return raftpb.Message{}, 0, err
+	}
+	m, err := decodeRaft(payload)
+	if err != nil {
+		return raftpb.Message{}, 0, err
+	}
+	if m.Type != raftpb.MsgSnap || m.Snapshot == nil {
+		return raftpb.Message{}, 0, fmt.Errorf("%w: %v in a snapshot frame", errProtocol, m.Type)
+	}
+	if len(m.Snapshot.Data) != 0 {
+		return raftpb.Message{}, 0, fmt.Errorf("%w: snapshot data inside the message", errProtocol)
+	}
+	if err := r.arm(); err != nil {
+		return raftpb.Message{}, 0, err
+	}
+	var l [snapLenSize]byte
+	if _, err := io.ReadFull(r.br, l[:]); err != nil {
+		return raftpb.Message{}, 0, unexpected(err)
+	}
+	size := binary.BigEndian.Uint64(l[:])
+	if size > uint64(maxSnapshot) {
+		return raftpb.Message{}, 0, fmt.Errorf("%w: snapshot of %d bytes, over the limit of %d", errProtocol, size, maxSnapshot)
+	}
+	return m, int64(size), nil
 }
 
 // arm bounds the next read by the timeout.

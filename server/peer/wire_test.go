@@ -64,7 +64,7 @@ func TestSnapshotFrameRoundTrip(t *testing.T) {
 	m := raftpb.Message{Type: raftpb.MsgSnap, From: 1, To: 3, Term: 2, Snapshot: &raftpb.Snapshot{
 		Data: data, Metadata: raftpb.SnapshotMetadata{Index: 99, Term: 2, ConfState: raftpb.ConfState{Voters: []uint64{1, 2, 3}, Learners: []uint64{4}}},
 	}}
-	h, err := snapshotHeader(&m)
+	h, err := snapshotHeader(&m, int64(len(m.Snapshot.Data)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func FuzzReadFrame(f *testing.F) {
 func FuzzReadSnapshot(f *testing.F) {
 	m := raftpb.Message{Type: raftpb.MsgSnap, From: 1, To: 2, Snapshot: &raftpb.Snapshot{Data: []byte("state"),
 		Metadata: raftpb.SnapshotMetadata{Index: 5, Term: 1}}}
-	h, err := snapshotHeader(&m)
+	h, err := snapshotHeader(&m, int64(len(m.Snapshot.Data)))
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -60,6 +60,15 @@ type Transport interface {
 	Send(msgs []raftpb.Message)
 }
 
+// SnapshotStreamer is a Transport that sends a snapshot's data as it reads
+// it from the snapshot file, rather than from memory. Without it, a
+// node reads the whole snapshot into the MsgSnap before Send.
+type SnapshotStreamer interface {
+	// SendSnapshot sends m with size bytes of data read from data, which
+	// it closes; it reports the outcome through Node.ReportSnapshot.
+	SendSnapshot(m raftpb.Message, data io.ReadCloser, size int64)
+}
+
 // StateMachine is what the node replicates into.
 type StateMachine interface {
 	// Apply applies committed entries in log order. Entries that are not
@@ -721,7 +730,15 @@ func (n *Node) handleReady(rd raft.Ready) error {
 			n.log.Info("elected leader", "id", n.cfg.ID, "term", n.rn.Status().Term)
 		}
 	}
-	if !raft.IsEmptySnap(rd.Snapshot) {
+	// A snapshot without data was written by ReceiveSnapshot as it
+	// arrived: it only needs its mark in the log.
+	streamed := !raft.IsEmptySnap(rd.Snapshot) && len(rd.Snapshot.Data) == 0
+	switch {
+	case streamed:
+		if err := n.cfg.Storage.MarkSnapshot(rd.Snapshot.Metadata); err != nil {
+			return fmt.Errorf("mark received snapshot: %w", err)
+		}
+	case !raft.IsEmptySnap(rd.Snapshot):
 		if err := n.cfg.Storage.SaveSnapshot(rd.Snapshot); err != nil {
 			return fmt.Errorf("save received snapshot: %w", err)
 		}
@@ -730,7 +747,7 @@ func (n *Node) handleReady(rd raft.Ready) error {
 		return fmt.Errorf("save log: %w", err)
 	}
 	if !raft.IsEmptySnap(rd.Snapshot) {
-		if err := n.cfg.FSM.Restore(bytes.NewReader(rd.Snapshot.Data)); err != nil {
+		if err := n.restore(rd.Snapshot, streamed); err != nil {
 			return fmt.Errorf("restore snapshot: %w", err)
 		}
 		// The in-memory log keeps the metadata only; the data, possibly
@@ -814,12 +831,10 @@ func (n *Node) send(msgs []raftpb.Message) {
 			continue
 		}
 		n.sendWG.Go(func() {
-			if err := n.attachSnapshot(&m); err != nil {
+			if err := n.sendSnapshot(m); err != nil {
 				n.log.Warn("cannot send a snapshot", "to", m.To, "index", m.Snapshot.Metadata.Index, "err", err)
 				n.ReportSnapshot(m.To, true)
-				return
 			}
-			n.cfg.Transport.Send([]raftpb.Message{m})
 		})
 	}
 	if len(out) > 0 {
@@ -827,11 +842,18 @@ func (n *Node) send(msgs []raftpb.Message) {
 	}
 }
 
-// attachSnapshot reads the data of m's snapshot into it.
-func (n *Node) attachSnapshot(m *raftpb.Message) error {
+// sendSnapshot sends m with the data of its snapshot file: streamed from
+// the file when the transport can, read whole into m otherwise.
+func (n *Node) sendSnapshot(m raftpb.Message) error {
 	r, err := n.cfg.Storage.OpenSnapshot(m.Snapshot.Metadata)
 	if err != nil {
 		return err
+	}
+	if st, ok := n.cfg.Transport.(SnapshotStreamer); ok {
+		if sized, ok := r.(interface{ Size() int64 }); ok {
+			st.SendSnapshot(m, r, sized.Size())
+			return nil
+		}
 	}
 	defer r.Close()
 	data, err := io.ReadAll(r)
@@ -841,7 +863,38 @@ func (n *Node) attachSnapshot(m *raftpb.Message) error {
 	snap := *m.Snapshot
 	snap.Data = data
 	m.Snapshot = &snap
+	n.cfg.Transport.Send([]raftpb.Message{m})
 	return nil
+}
+
+// ReceiveSnapshot writes the data of a MsgSnap durably as it arrives from
+// a member, before the message itself (its Snapshot.Data empty) is handed
+// to Step: raft then installs a snapshot that is already on disk, and the
+// state machine restores from the file. It runs on the caller's
+// goroutine, beside the node's loop.
+func (n *Node) ReceiveSnapshot(m raftpb.Message, data io.Reader) error {
+	if m.Type != raftpb.MsgSnap || m.Snapshot == nil || m.Snapshot.Metadata.Index == 0 {
+		return errors.New("replication: not a snapshot message")
+	}
+	_, err := n.cfg.Storage.WriteSnapshot(m.Snapshot.Metadata, func(w io.Writer) error {
+		_, err := io.Copy(w, data)
+		return err
+	})
+	return err
+}
+
+// restore replaces the state machine's state with snap's, read from its
+// file when it was streamed there.
+func (n *Node) restore(snap raftpb.Snapshot, streamed bool) error {
+	if !streamed {
+		return n.cfg.FSM.Restore(bytes.NewReader(snap.Data))
+	}
+	r, err := n.cfg.Storage.OpenSnapshot(snap.Metadata)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	return n.cfg.FSM.Restore(r)
 }
 
 // waitingRead is a read whose index is committed but not yet applied.
@@ -991,9 +1044,12 @@ func (n *Node) saveSnapshot(r snapResult) error {
 		return fmt.Errorf("save snapshot at %d: %w", index, err)
 	}
 	// Keep some entries behind the snapshot so a slightly lagging
-	// follower catches up from the log rather than by snapshot.
+	// follower catches up from the log rather than by snapshot: in
+	// particular one still installing the previous snapshot, which takes
+	// seconds for a large tree, while this one was taken (trimLog still
+	// bounds the bytes kept).
 	compactTo := index
-	if keep := n.cfg.SnapCount / 10; compactTo > keep {
+	if keep := max(n.cfg.SnapCount/10, keepEntries); compactTo > keep {
 		compactTo -= keep
 	}
 	if first, _ := n.mem.FirstIndex(); compactTo >= first {

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"go.etcd.io/raft/v3/raftpb"
 )
@@ -28,6 +29,9 @@ const (
 	// checked: a ConfState of a few members is tens of bytes.
 	maxSnapMetadata = 1 << 20
 )
+
+// tmpSeq numbers the temporary files of snapshots being written.
+var tmpSeq atomic.Uint64
 
 // ErrNoSnapshot is returned by Load and LoadNewestAvailable when no usable
 // snapshot exists: the node starts from an empty state and the whole WAL.
@@ -91,7 +95,9 @@ func (s *Snapshotter) Write(meta raftpb.SnapshotMetadata, write func(io.Writer) 
 		return 0, nil
 	}
 	path := filepath.Join(s.dir, snapName(WALSnapshot{Index: meta.Index, Term: meta.Term}))
-	tmp := path + tmpSuffix
+	// A name of its own for each write: a snapshot received from the
+	// leader and one taken here may be written at the same index at once.
+	tmp := fmt.Sprintf("%s.%d%s", strings.TrimSuffix(path, snapSuffix), tmpSeq.Add(1), snapSuffix+tmpSuffix)
 	size, err := writeSnapshotFile(tmp, meta, write)
 	if err != nil {
 		os.Remove(tmp)
