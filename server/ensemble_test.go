@@ -109,13 +109,7 @@ func TestEnsembleServesClients(t *testing.T) {
 func TestEnsembleSurvivesLeaderLoss(t *testing.T) {
 	e := collietest.StartEnsemble(t, 3, 0)
 	old := e.Leader()
-	var follower *collietest.Server
-	for _, s := range e.Servers() {
-		if s != old {
-			follower = s
-			break
-		}
-	}
+	_, follower := followerOf(t, e)
 	rc := dialRaw(t, follower.Addr(), 4000)
 	open := []proto.ACL{{Perms: proto.PermAll, ID: proto.ID{Scheme: "world", ID: "anyone"}}}
 	call(t, rc, proto.OpCreate, &proto.CreateRequest{Path: "/eph", ACL: open, Flags: proto.ModeEphemeral}, &proto.CreateResponse{})
@@ -412,14 +406,7 @@ func resume(t *testing.T, addr string, old *zkwire.Conn) *zkwire.Conn {
 // new sessions are refused, isro says null; once healed, it serves again.
 func TestEnsembleLeaderlessServerStopsServing(t *testing.T) {
 	e := collietest.StartEnsemble(t, 3, 0)
-	lead := e.Leader()
-	fi, f := 0, (*collietest.Server)(nil)
-	for i, s := range e.Servers() {
-		if s != lead {
-			fi, f = i, s
-			break
-		}
-	}
+	fi, f := followerOf(t, e)
 	rc := dialRaw(t, f.Addr(), 6000)
 	if out := fourLetter(t, f.Addr(), "isro"); out != "rw" {
 		t.Fatalf("isro on a follower with a leader: %q", out)
@@ -443,14 +430,8 @@ func TestEnsembleLeaderlessServerStopsServing(t *testing.T) {
 func startReadOnlyEnsemble(t *testing.T) (e *collietest.Ensemble, lead *collietest.Server, fi int, f *collietest.Server) {
 	t.Helper()
 	e = collietest.StartEnsemble(t, 3, 0, collietest.WithConfig(func(c *config.Config) { c.ReadOnlyMode = true }))
-	lead = e.Leader()
-	for i, s := range e.Servers() {
-		if s != lead {
-			return e, lead, i, s
-		}
-	}
-	t.Fatal("no follower")
-	return
+	fi, f = followerOf(t, e)
+	return e, e.Leader(), fi, f
 }
 
 // With readonlymode.enabled, a server cut off from its leader serves
@@ -608,13 +589,7 @@ func TestEnsembleFollowerCatchesUpBySnapshot(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	lead := e.Leader()
-	var f *collietest.Server
-	for _, s := range e.Servers() {
-		if s != lead {
-			f = s
-			break
-		}
-	}
+	_, f := followerOf(t, e)
 	f.Stop()
 	writer := dialClient(t, lead.Addr(), client.Config{})
 	// More bytes than the leader keeps in its log past a snapshot.
@@ -652,4 +627,18 @@ func mntrValue(t *testing.T, addr, key string) string {
 	}
 	t.Fatalf("no %s in the mntr of %s", key, addr)
 	return ""
+}
+
+// followerOf returns the first server of e that does not lead, and its
+// index.
+func followerOf(t *testing.T, e *collietest.Ensemble) (int, *collietest.Server) {
+	t.Helper()
+	lead := e.Leader()
+	for i, s := range e.Servers() {
+		if s != lead {
+			return i, s
+		}
+	}
+	t.Fatal("no follower")
+	return 0, nil
 }

@@ -44,6 +44,10 @@ func (s routerSender) Send(msgs []raftpb.Message) {
 	r := s.r
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.nodes[s.id] == nil {
+		// Detached: its process is gone, and so is what it sends.
+		return
+	}
 	for _, m := range msgs {
 		q, ok := r.queue[m.To]
 		if !ok || r.cut[[2]uint64{s.id, m.To}] {
@@ -78,7 +82,14 @@ func (r *router) attach(id uint64, n *Node) {
 		for {
 			select {
 			case m := <-q:
-				n.Step(m)
+				// What a detached member sent is lost with its
+				// connections, as on a network.
+				r.mu.Lock()
+				alive := r.nodes[m.From] != nil
+				r.mu.Unlock()
+				if alive {
+					n.Step(m)
+				}
 			case <-n.Done():
 				return
 			case <-r.stop:
@@ -367,6 +378,49 @@ func TestEnsembleLostLeaderElection(t *testing.T) {
 		case <-timeout:
 			t.Fatalf("member 2 knows leader %d (the new one is %d); signalled: %v", ms[1].n.Leader(), lead.id, signalled)
 		}
+	}
+	proposeAll(t, lead, 11, 20)
+	awaitApplied(t, ms[1:], sumTo(1, 20), 20)
+}
+
+// A follower behind the others calls the election first, after the
+// leader's connection broke, and loses it; the other follower, which then
+// knows no leader, calls the next at once rather than after an election
+// timeout (far longer than the test here).
+func TestEnsembleElectionAfterALostCampaign(t *testing.T) {
+	r := newRouter(t)
+	vs := []uint64{1, 2, 3}
+	var ms []*member
+	for _, id := range vs {
+		m := &member{id: id, st: &memStorage{}, fsm: &sumFSM{}}
+		n, err := Start(Config{ID: id, Voters: vs, Transport: r.from(id),
+			TickInterval: 10 * time.Millisecond, ElectionTicks: 1 << 20, HeartbeatTicks: 1,
+			Storage: m.st, FSM: m.fsm})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.n = n
+		r.attach(id, n)
+		t.Cleanup(n.Stop)
+		ms = append(ms, m)
+	}
+	ms[0].n.Step(raftpb.Message{Type: raftpb.MsgTimeoutNow, From: 2, To: 1})
+	if lead := leaderOf(t, ms); lead.id != 1 {
+		t.Fatalf("member %d leads, want 1", lead.id)
+	}
+	// Member 3 misses entries the others commit.
+	r.isolate(3, vs, true)
+	proposeAll(t, ms[0], 1, 10)
+	awaitApplied(t, ms[:2], sumTo(1, 10), 10)
+	r.isolate(3, vs, false)
+	// It calls an election it cannot win: every member now knows no
+	// leader. Then the leader goes.
+	ms[2].n.Step(raftpb.Message{Type: raftpb.MsgTimeoutNow, From: 1, To: 3})
+	r.detach(1)
+	ms[0].n.Stop()
+	lead := leaderOf(t, ms[1:])
+	if lead.id != 2 {
+		t.Fatalf("member %d leads, want 2, whose log is the longest", lead.id)
 	}
 	proposeAll(t, lead, 11, 20)
 	awaitApplied(t, ms[1:], sumTo(1, 20), 20)

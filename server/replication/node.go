@@ -557,19 +557,15 @@ func (n *Node) run() {
 		case m := <-n.recvc:
 			n.step(m)
 			// Take every message already queued before the next Ready.
-		recv:
-			for range cap(n.recvc) {
-				select {
-				case m := <-n.recvc:
-					n.step(m)
-				default:
-					break recv
-				}
-			}
+			n.drainReceived()
 		case <-n.suspectC():
 			n.campaignAgainst(n.suspect)
 		case r := <-n.reportc:
 			if r.lost {
+				// What the member sent before its connection broke was
+				// handed to Step first, but may still wait in recvc: it
+				// must not count as a sign of life after the loss.
+				n.drainReceived()
 				n.suspectLeader(r.id)
 			} else if r.snapshot {
 				status := raft.SnapshotFinish
@@ -626,6 +622,18 @@ func (n *Node) step(m raftpb.Message) {
 	}
 }
 
+// drainReceived steps every message already received.
+func (n *Node) drainReceived() {
+	for range cap(n.recvc) {
+		select {
+		case m := <-n.recvc:
+			n.step(m)
+		default:
+			return
+		}
+	}
+}
+
 // maxSuspectDelay bounds the random wait of a follower that lost its
 // leader's connection before it calls an election: spread out, the
 // followers rarely call theirs at the same moment and split the vote.
@@ -635,7 +643,9 @@ const maxSuspectDelay = 300 * time.Millisecond
 // the leader broke.
 func (n *Node) suspectLeader(id uint64) {
 	st := n.rn.BasicStatus()
-	if id != st.Lead || st.RaftState != raft.StateFollower || n.suspect != 0 {
+	// With no leader known, an election another follower called may be
+	// lost: this one must be ready to call the next (campaignAgainst).
+	if id != st.Lead && st.Lead != raft.None || st.RaftState != raft.StateFollower || n.suspect != 0 {
 		return
 	}
 	n.suspect = id
@@ -657,13 +667,16 @@ func (n *Node) clearSuspect() {
 }
 
 // campaignAgainst calls an election if id still leads as far as this node
-// knows. It steps the message a leader sends to hand its leadership over:
-// the election skips the pre-vote, and the other members vote although
-// they heard from the leader within an election timeout.
+// knows, or if no member leads: another follower may have called an
+// election first and lost it (its log was behind this one's), and nobody
+// would call the next before an election timeout. It steps the message a
+// leader sends to hand its leadership over: the election skips the
+// pre-vote, and the other members vote although they heard from the
+// leader within an election timeout.
 func (n *Node) campaignAgainst(id uint64) {
 	n.clearSuspect()
 	st := n.rn.BasicStatus()
-	if st.Lead != id || st.RaftState != raft.StateFollower {
+	if st.Lead != id && st.Lead != raft.None || st.RaftState != raft.StateFollower {
 		return
 	}
 	n.log.Info("the leader's connection broke: calling an election", "leader", id, "term", st.Term)
