@@ -38,7 +38,6 @@ type benchEnsemble struct {
 	leader  func() int
 	kill    func(i int)
 	restart func(i int) // starts server i again, without waiting
-	stop    func()      // kills every server
 }
 
 func (e *benchEnsemble) connect(skip int) string {
@@ -66,11 +65,6 @@ func startBenchEnsembles(t *testing.T, settings benchSettings, extra ...string) 
 		},
 		kill:    func(i int) { ce.procs[i].kill(t) },
 		restart: func(i int) { ce.start(t, i) },
-		stop: func() {
-			for _, p := range ce.procs {
-				p.kill(t)
-			}
-		},
 	}
 	opts := []zkref.Option{zkref.WithFullJIT(), zkref.WithJVMArgs("-Xmx" + settings.zkHeap)}
 	for _, l := range lines {
@@ -91,11 +85,6 @@ func startBenchEnsembles(t *testing.T, settings benchSettings, extra ...string) 
 		},
 		kill:    ze.Kill,
 		restart: ze.StartMember,
-		stop: func() {
-			for i := range ze.Members() {
-				ze.Kill(i)
-			}
-		},
 	}
 	return collie, zookeeper
 }
@@ -113,17 +102,33 @@ func TestEnsembleLoadAgainstZooKeeper(t *testing.T) {
 	}
 	settings := benchSettingsFromEnv(t)
 	zkref.Require(t, zkref.Available())
-	ctx := t.Context()
 	var report strings.Builder
-	fmt.Fprintf(&report, "Ensembles of 3 servers, each server its own process, on one machine. Load average before: %s.\n\n", benchLoadAverage())
+	fmt.Fprintf(&report, "Ensembles of 3 servers, each server its own process, on one machine. Load average before: %s.\n", benchLoadAverage())
+	// Each part starts ensembles of its own, so that it can run alone
+	// (-run TestEnsembleLoadAgainstZooKeeper/catch-up) and no part runs
+	// on what another left.
+	t.Run("load", func(t *testing.T) { benchEnsembleLoad(t, settings, &report) })
+	t.Run("failover", func(t *testing.T) { benchEnsembleFailover(t, settings, &report) })
+	t.Run("catch-up", func(t *testing.T) { benchEnsembleCatchUp(t, settings, &report) })
+	fmt.Fprintf(&report, "\nZooKeeper: JVM -Xmx%s, default collector; both fsync every write. Load average after: %s.\n", settings.zkHeap, benchLoadAverage())
 
+	t.Logf("results:\n%s", report.String())
+	if settings.report != "" {
+		if err := os.WriteFile(settings.report, []byte(report.String()), 0o644); err != nil {
+			t.Errorf("write the report: %v", err)
+		}
+	}
+}
+
+// benchEnsembleLoad compares setData and getData at 16 and 64 sessions.
+func benchEnsembleLoad(t *testing.T, settings benchSettings, report *strings.Builder) {
 	collie, zookeeper := startBenchEnsembles(t, settings)
-	fmt.Fprintf(&report, "Load: %v measured per ensemble after %v of warm-up, in alternating 1 s rounds; closed loop, "+
+	fmt.Fprintf(report, "\nLoad: %v measured per ensemble after %v of warm-up, in alternating 1 s rounds; closed loop, "+
 		"one request in flight per session, sessions spread over the 3 servers; ratios are Collie / ZooKeeper.\n\n", settings.duration, settings.warmup)
 	report.WriteString("| workload | sessions | ZooKeeper ops/s | Collie ops/s | ratio | ZooKeeper p99 | Collie p99 | ratio |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, w := range []string{"set", "get"} {
 		for _, n := range benchSessions {
-			rep, err := loadgen.Run(ctx, loadgen.Config{
+			rep, err := loadgen.Run(t.Context(), loadgen.Config{
 				Connect:  strings.Join(zookeeper.addrs, ","),
 				Compare:  strings.Join(collie.addrs, ","),
 				Workload: w, Clients: n, Size: benchDataSize,
@@ -138,13 +143,17 @@ func TestEnsembleLoadAgainstZooKeeper(t *testing.T) {
 					t.Errorf("%s, %d sessions, %s: %d errors, the first: %s", w, n, r.Connect, r.Errors, r.FirstError)
 				}
 			}
-			fmt.Fprintf(&report, "| %s 1 KiB | %d | %.0f | %.0f | **%.2f** | %s | %s | **%.2f** |\n", w, n,
+			fmt.Fprintf(report, "| %s 1 KiB | %d | %.0f | %.0f | **%.2f** | %s | %s | **%.2f** |\n", w, n,
 				z.OpsPerSec, c.OpsPerSec, rep.Ratio.OpsPerSec, benchMillis(z.Latency.P99), benchMillis(c.Latency.P99), rep.Ratio.P99)
 			t.Logf("%s, %d sessions: ZooKeeper %.0f ops/s p99 %v; Collie %.0f ops/s p99 %v", w, n, z.OpsPerSec, z.Latency.P99, c.OpsPerSec, c.Latency.P99)
 		}
 	}
+}
 
-	fmt.Fprintf(&report, "\nLeader killed with SIGKILL, %d times each: time until a write through another server succeeds "+
+// benchEnsembleFailover kills each ensemble's leader benchFailovers times.
+func benchEnsembleFailover(t *testing.T, settings benchSettings, report *strings.Builder) {
+	collie, zookeeper := startBenchEnsembles(t, settings)
+	fmt.Fprintf(report, "\nLeader killed with SIGKILL, %d times each: time until a write through another server succeeds "+
 		"(a new session per attempt, every 10 ms, on each other server in turn).\n\n", benchFailovers)
 	report.WriteString("| ensemble | each kill | median |\n|---|---|---:|\n")
 	for _, e := range []*benchEnsemble{zookeeper, collie} {
@@ -157,28 +166,21 @@ func TestEnsembleLoadAgainstZooKeeper(t *testing.T) {
 			each = append(each, benchMillis(d))
 		}
 		slices.Sort(took)
-		fmt.Fprintf(&report, "| %s | %s | **%s** |\n", e.name, strings.Join(each, ", "), benchMillis(took[len(took)/2]))
+		fmt.Fprintf(report, "| %s | %s | **%s** |\n", e.name, strings.Join(each, ", "), benchMillis(took[len(took)/2]))
 	}
+}
 
-	fmt.Fprintf(&report, "\nA follower killed, then %d znodes of %d bytes written (multis) and %v of setData from 16 sessions, "+
+// benchEnsembleCatchUp measures how long a follower far behind takes to
+// catch up, on ensembles that snapshot often.
+func benchEnsembleCatchUp(t *testing.T, settings benchSettings, report *strings.Builder) {
+	collie, zookeeper := startBenchEnsembles(t, settings, fmt.Sprintf("snapCount=%d", benchCatchUpSnapCount))
+	fmt.Fprintf(report, "\nA follower killed, then %d znodes of %d bytes written (multis) and %v of setData from 16 sessions, "+
 		"with snapCount=%d on both so that the follower is sent a snapshot; then the follower starts again: "+
 		"time from its start until it has the leader's last zxid.\n\n", settings.nodes, benchNodeDataSize, settings.duration, benchCatchUpSnapCount)
 	report.WriteString("| ensemble | catch-up | of which serving again |\n|---|---:|---:|\n")
-	collie.stop()
-	zookeeper.stop()
-	// The catch-up part runs on fresh ensembles configured for it.
-	collie2, zookeeper2 := startBenchEnsembles(t, settings, fmt.Sprintf("snapCount=%d", benchCatchUpSnapCount))
-	for _, e := range []*benchEnsemble{zookeeper2, collie2} {
+	for _, e := range []*benchEnsemble{zookeeper, collie} {
 		total, serving := benchCatchUp(t, e, settings)
-		fmt.Fprintf(&report, "| %s | **%s** | %s |\n", e.name, benchMillis(total), benchMillis(serving))
-	}
-	fmt.Fprintf(&report, "\nZooKeeper: JVM -Xmx%s, default collector; both fsync every write. Load average after: %s.\n", settings.zkHeap, benchLoadAverage())
-
-	t.Logf("results:\n%s", report.String())
-	if settings.report != "" {
-		if err := os.WriteFile(settings.report, []byte(report.String()), 0o644); err != nil {
-			t.Errorf("write the report: %v", err)
-		}
+		fmt.Fprintf(report, "| %s | **%s** | %s |\n", e.name, benchMillis(total), benchMillis(serving))
 	}
 }
 
