@@ -597,8 +597,17 @@ func TestEnsembleFollowerCatchesUpBySnapshot(t *testing.T) {
 	const nodes = 48
 	for i := range nodes {
 		data[0] = byte(i)
-		if _, _, err := writer.Create(ctx, fmt.Sprintf("/big%02d", i), data, client.ModePersistent, nil); err != nil {
-			t.Fatal(err)
+		path := fmt.Sprintf("/big%02d", i)
+		// Two servers of a loaded test machine on a 100 ms tick may
+		// change leaders; a create whose outcome was lost is sent again.
+		for {
+			_, _, err := writer.Create(ctx, path, data, client.ModePersistent, nil)
+			if err == nil || errors.Is(err, client.ErrNodeExists) {
+				break
+			}
+			if !errors.Is(err, client.ErrConnectionLoss) {
+				t.Fatal(err)
+			}
 		}
 	}
 	f.Restart()
