@@ -97,13 +97,27 @@ func (s *Server) ResumeSession(ctx context.Context, c *conn.Conn, id int64, pass
 		c.Close()
 		return 0, false
 	}
-	if !session.CheckPassword(s.sessionSecret(), session.ID(id), passwd) {
-		return 0, false
-	}
 	s.mu.RLock()
 	sess, open := s.fsm.Session(id)
 	s.mu.RUnlock()
-	if !open {
+	if !open && !s.cfg.Standalone {
+		// The session may have been opened through another server a
+		// moment ago, and this one not have applied it yet: it catches up
+		// with what the leader has committed before it says the session
+		// is gone, as a ZooKeeper follower asks its leader.
+		if err := s.sync(ctx); err != nil {
+			// No leader to ask: the client must try again, not be told
+			// its session expired.
+			c.Close()
+			return 0, false
+		}
+		s.mu.RLock()
+		sess, open = s.fsm.Session(id)
+		s.mu.RUnlock()
+	}
+	// Checked once the session is known: its creation comes after the
+	// secret the password derives from.
+	if !open || !session.CheckPassword(s.sessionSecret(), session.ID(id), passwd) {
 		return 0, false
 	}
 	if sess.Owner != s.id {

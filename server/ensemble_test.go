@@ -651,3 +651,29 @@ func followerOf(t *testing.T, e *collietest.Ensemble) (int, *collietest.Server) 
 	t.Fatal("no follower")
 	return 0, nil
 }
+
+// A session resumed on a server that has not yet applied its creation
+// (the server was cut off when the session was opened through another)
+// is not taken for expired: the server catches up with the leader before
+// it answers, as a ZooKeeper follower asks its leader.
+func TestEnsembleSessionResumedOnALaggingServer(t *testing.T) {
+	e := collietest.StartEnsemble(t, 3, 0)
+	lead := e.Leader()
+	li, fi := -1, -1
+	for i, s := range e.Servers() {
+		switch {
+		case s == lead:
+			li = i
+		case fi < 0:
+			fi = i
+		}
+	}
+	e.Isolate(fi)
+	rc := dialRaw(t, e.Servers()[li].Addr(), 6000)
+	e.Heal(fi)
+	moved := resume(t, e.Servers()[fi].Addr(), rc)
+	open := []proto.ACL{{Perms: proto.PermAll, ID: proto.ID{Scheme: "world", ID: "anyone"}}}
+	if code := call(t, moved, proto.OpCreate, &proto.CreateRequest{Path: "/resumed", ACL: open}, &proto.CreateResponse{}); code != proto.OK {
+		t.Fatalf("create through the server the session moved to: %v", code)
+	}
+}
