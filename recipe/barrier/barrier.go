@@ -58,6 +58,7 @@ import (
 
 	"github.com/collie-io/collie/client"
 	"github.com/collie-io/collie/proto"
+	"github.com/collie-io/collie/recipe/internal/znode"
 )
 
 // Barrier is a gate on one node: closed while the node exists.
@@ -77,7 +78,7 @@ func (b *Barrier) Path() string { return b.path }
 // Set closes the barrier: it creates the node, and its missing parents as
 // containers. A barrier already set stays as it is.
 func (b *Barrier) Set(ctx context.Context) error {
-	err := createNode(ctx, b.c, b.path, nil, client.ModePersistent)
+	err := znode.Create(ctx, b.c, b.path, nil, client.ModePersistent)
 	if err != nil && !errors.Is(err, client.ErrNodeExists) {
 		return fmt.Errorf("set barrier %s: %w", b.path, err)
 	}
@@ -113,32 +114,6 @@ func (b *Barrier) Wait(ctx context.Context) error {
 			}
 		case <-ctx.Done():
 			return fmt.Errorf("wait on barrier %s: %w", b.path, ctx.Err())
-		}
-	}
-}
-
-// maxParentAttempts bounds how often createNode makes a node's ancestors:
-// more than once only when the server reaps an empty container meanwhile,
-// and never for a chroot that does not exist.
-const maxParentAttempts = 3
-
-// createNode creates a node at path with mode, creating its missing
-// ancestors as containers, as Curator's creatingParentContainersIfNeeded
-// does. An ancestor container the server reaps meanwhile is made again.
-func createNode(ctx context.Context, c *client.Client, path string, data []byte, mode client.CreateMode) error {
-	for attempt := 1; ; attempt++ {
-		_, _, err := c.Create(ctx, path, data, mode, nil)
-		if !errors.Is(err, client.ErrNoNode) || attempt == maxParentAttempts {
-			return err
-		}
-		for i := 1; i < len(path); i++ {
-			if path[i] != '/' {
-				continue
-			}
-			_, _, err := c.Create(ctx, path[:i], nil, client.ModeContainer, nil)
-			if err != nil && !errors.Is(err, client.ErrNodeExists) {
-				return err
-			}
 		}
 	}
 }

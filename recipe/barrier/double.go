@@ -11,6 +11,7 @@ import (
 
 	"github.com/collie-io/collie/client"
 	"github.com/collie-io/collie/proto"
+	"github.com/collie-io/collie/recipe/internal/znode"
 )
 
 // readyName is the node a double barrier's members wait for in Enter, as
@@ -108,7 +109,7 @@ func (b *DoubleBarrier) Enter(ctx context.Context) error {
 // owns is the earlier attempt's.
 func (b *DoubleBarrier) join(ctx context.Context, node string) error {
 	return client.Retry(ctx, client.RetryForever(retryDelay), func(ctx context.Context) error {
-		err := createNode(ctx, b.c, node, b.token, client.ModeEphemeral)
+		err := znode.Create(ctx, b.c, node, b.token, client.ModeEphemeral)
 		if !errors.Is(err, client.ErrNodeExists) {
 			return err
 		}

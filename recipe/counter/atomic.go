@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/collie-io/collie/client"
+	"github.com/collie-io/collie/recipe/internal/znode"
 )
 
 // DefaultRetry is the retry policy of an AtomicLong made with a nil one:
@@ -63,7 +64,7 @@ func (a *AtomicLong) Get(ctx context.Context) (int64, error) {
 // Initialize creates the counter holding value, and reports false, without
 // changing anything, when it exists already.
 func (a *AtomicLong) Initialize(ctx context.Context, value int64) (bool, error) {
-	err := createNode(ctx, a.c, a.path, encode64(value), client.ModePersistent)
+	err := znode.Create(ctx, a.c, a.path, encode64(value), client.ModePersistent)
 	if errors.Is(err, client.ErrNodeExists) {
 		return false, nil
 	}
@@ -147,7 +148,7 @@ func (a *AtomicLong) tryOnce(ctx context.Context, f func(int64) (int64, bool)) (
 	if exists {
 		_, err = a.c.Set(ctx, a.path, data, version)
 	} else {
-		err = createNode(ctx, a.c, a.path, data, client.ModePersistent)
+		err = znode.Create(ctx, a.c, a.path, data, client.ModePersistent)
 	}
 	switch {
 	case err == nil:

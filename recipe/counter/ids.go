@@ -10,6 +10,7 @@ import (
 
 	"github.com/collie-io/collie/client"
 	"github.com/collie-io/collie/proto"
+	"github.com/collie-io/collie/recipe/internal/znode"
 )
 
 // ErrExhausted says that the sequence numbers of an IDs path have run out:
@@ -70,7 +71,7 @@ func (g *IDs) next(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("%w: prefix %q holds a /", client.ErrInvalidPath, g.prefix)
 	}
 	if !g.ready.Load() {
-		err := createNode(ctx, g.c, g.path, nil, client.ModePersistent)
+		err := znode.Create(ctx, g.c, g.path, nil, client.ModePersistent)
 		if err != nil && !errors.Is(err, client.ErrNodeExists) {
 			return 0, err
 		}

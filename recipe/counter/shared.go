@@ -61,6 +61,7 @@ import (
 	"time"
 
 	"github.com/collie-io/collie/client"
+	"github.com/collie-io/collie/recipe/internal/znode"
 )
 
 // retryDelay paces requests sent again after a connection loss.
@@ -107,7 +108,7 @@ func (s *SharedCount) get(ctx context.Context) (Count, error) {
 	for {
 		data, stat, err := s.c.Get(ctx, s.path)
 		if errors.Is(err, client.ErrNoNode) {
-			err = createNode(ctx, s.c, s.path, encode32(s.seed), client.ModePersistent)
+			err = znode.Create(ctx, s.c, s.path, encode32(s.seed), client.ModePersistent)
 			if err == nil || errors.Is(err, client.ErrNodeExists) {
 				continue
 			}
@@ -250,7 +251,7 @@ func (s *SharedCount) readW(ctx context.Context) (Count, client.Stat, <-chan cli
 	for {
 		data, stat, changed, err := s.c.GetW(ctx, s.path)
 		if errors.Is(err, client.ErrNoNode) {
-			err = createNode(ctx, s.c, s.path, encode32(s.seed), client.ModePersistent)
+			err = znode.Create(ctx, s.c, s.path, encode32(s.seed), client.ModePersistent)
 			if err == nil || errors.Is(err, client.ErrNodeExists) {
 				continue
 			}
@@ -292,25 +293,6 @@ func decodeCount(data []byte, stat client.Stat) (Count, error) {
 
 func encode32(v int32) []byte { return binary.BigEndian.AppendUint32(nil, uint32(v)) }
 
-// createNode creates a node at path holding data, creating its missing
-// ancestors as containers, as Curator's creatingParentContainersIfNeeded
-// does.
-func createNode(ctx context.Context, c *client.Client, path string, data []byte, mode client.CreateMode) error {
-	_, _, err := c.Create(ctx, path, data, mode, nil)
-	if !errors.Is(err, client.ErrNoNode) {
-		return err
-	}
-	for i := 1; i < len(path); i++ {
-		if path[i] == '/' {
-			if _, _, err := c.Create(ctx, path[:i], nil, client.ModeContainer, nil); err != nil && !errors.Is(err, client.ErrNodeExists) {
-				return err
-			}
-		}
-	}
-	_, _, err = c.Create(ctx, path, data, mode, nil)
-	return err
-}
-
 // forceWrite writes data to path whatever its version, creating the node
 // (and its parents) when missing, and returns the node's new version.
 func forceWrite(ctx context.Context, c *client.Client, path string, data []byte) (int32, error) {
@@ -319,7 +301,7 @@ func forceWrite(ctx context.Context, c *client.Client, path string, data []byte)
 		if !errors.Is(err, client.ErrNoNode) {
 			return stat.Version, err
 		}
-		err = createNode(ctx, c, path, data, client.ModePersistent)
+		err = znode.Create(ctx, c, path, data, client.ModePersistent)
 		if !errors.Is(err, client.ErrNodeExists) {
 			return 0, err
 		}

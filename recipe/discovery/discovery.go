@@ -89,7 +89,7 @@ func (d *Discovery) write(ctx context.Context, inst Instance) error {
 		mode = client.ModeEphemeralSequential
 	}
 	p := d.instancePath(inst.Name, inst.ID)
-	if err := znode.CreateParents(ctx, d.c, d.servicePath(inst.Name)); err != nil {
+	if err := znode.CreateContainers(ctx, d.c, d.servicePath(inst.Name)); err != nil {
 		return fmt.Errorf("discovery: register %s: %w", p, err)
 	}
 	for {

@@ -28,7 +28,7 @@ type Member struct {
 // expects.
 func Join(ctx context.Context, c *client.Client, group, name string, data []byte) (*Member, error) {
 	m := &Member{c: c, path: group + "/" + name, data: data}
-	if err := znode.CreateParents(ctx, c, group); err != nil {
+	if err := znode.CreateContainers(ctx, c, group); err != nil {
 		return nil, fmt.Errorf("discovery: join %s: %w", m.path, err)
 	}
 	if err := m.write(ctx); err != nil {
@@ -62,7 +62,7 @@ func (m *Member) restore(ctx context.Context) error {
 	if err != nil || ok {
 		return err
 	}
-	if err := znode.CreateParents(ctx, m.c, path.Dir(m.path)); err != nil {
+	if err := znode.CreateContainers(ctx, m.c, path.Dir(m.path)); err != nil {
 		return err
 	}
 	return m.write(ctx)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/collie-io/collie/client"
 	"github.com/collie-io/collie/proto"
+	"github.com/collie-io/collie/recipe/internal/znode"
 )
 
 // The names Curator gives lock nodes, before the protection prefix's end
@@ -109,25 +110,10 @@ func createNode(ctx context.Context, c *client.Client, path, name string, data [
 		if !errors.Is(err, client.ErrNoNode) {
 			return node, stat, err
 		}
-		if err := createParents(ctx, c, path); err != nil {
+		if err := znode.CreateContainers(ctx, c, path); err != nil {
 			return "", client.Stat{}, err
 		}
 	}
-}
-
-// createParents creates path and its missing ancestors as containers,
-// which the server removes once they are empty.
-func createParents(ctx context.Context, c *client.Client, path string) error {
-	for i := 1; i <= len(path); i++ {
-		if i < len(path) && path[i] != '/' {
-			continue
-		}
-		_, _, err := c.Create(ctx, path[:i], nil, client.ModeContainer, nil)
-		if err != nil && !errors.Is(err, client.ErrNodeExists) {
-			return err
-		}
-	}
-	return nil
 }
 
 // waitTurn waits until no node blocks node. It reports false with a nil

@@ -91,15 +91,11 @@ import (
 
 	"github.com/collie-io/collie/client"
 	"github.com/collie-io/collie/proto"
+	"github.com/collie-io/collie/recipe/internal/znode"
 )
 
 // retryDelay paces requests sent again after a connection loss.
 const retryDelay = 50 * time.Millisecond
-
-// maxParentAttempts bounds how often createPath makes a path's ancestors:
-// more than once only when the server reaps an empty container meanwhile,
-// and never for a chroot that does not exist.
-const maxParentAttempts = 3
 
 // ErrLost says that a lock-safe consumer's session ended before it had
 // finished with an item: its lock is gone, and the item is, or will be,
@@ -239,34 +235,13 @@ func (q *base) ensure(ctx context.Context) error {
 }
 
 // createPath creates path as a persistent node, and its missing ancestors
-// as containers, as Curator's creatingParentContainersIfNeeded does. A path
-// that exists is fine.
+// as containers. A path that exists is fine.
 func createPath(ctx context.Context, c *client.Client, path string) error {
-	for attempt := 1; ; attempt++ {
-		_, _, err := c.Create(ctx, path, nil, client.ModePersistent, nil)
-		if err == nil || errors.Is(err, client.ErrNodeExists) {
-			return nil
-		}
-		if !errors.Is(err, client.ErrNoNode) || attempt == maxParentAttempts {
-			return err
-		}
-		// Each ancestor in turn; a container reaped meanwhile makes the
-		// create above fail again, and the loop make it again.
-		for i := strings.IndexByte(path[1:], '/') + 1; i > 0; i = nextSlash(path, i) {
-			_, _, err := c.Create(ctx, path[:i], nil, client.ModeContainer, nil)
-			if err != nil && !errors.Is(err, client.ErrNodeExists) {
-				return err
-			}
-		}
+	err := znode.Create(ctx, c, path, nil, client.ModePersistent)
+	if errors.Is(err, client.ErrNodeExists) {
+		return nil
 	}
-}
-
-// nextSlash returns the index of the first '/' of path after i, or 0.
-func nextSlash(path string, i int) int {
-	if j := strings.IndexByte(path[i+1:], '/'); j >= 0 {
-		return i + 1 + j
-	}
-	return 0
+	return err
 }
 
 // claim is an item a consumer owns: deleted already, or locked (lock set)
