@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
-	"strings"
 	"sync"
-	"time"
 
 	"github.com/collie-io/collie/client"
 )
@@ -18,15 +16,28 @@ import (
 type Scope int
 
 const (
-	// Tree follows the root and every node below it.
+	// Tree follows the root and every node below it (Curator's
+	// CuratorCache, TreeCache).
 	Tree Scope = iota
-	// Children follows the root and its direct children.
+	// Children follows the root and its direct children
+	// (PathChildrenCache, with the root as well).
 	Children
-	// Single follows the root alone.
+	// Single follows the root alone (NodeCache).
 	Single
 )
 
-// Node is a cached znode: its path, data and Stat as last read.
+var scopeNames = [...]string{Tree: "Tree", Children: "Children", Single: "Single"}
+
+func (s Scope) String() string {
+	if s >= 0 && int(s) < len(scopeNames) {
+		return scopeNames[s]
+	}
+	return fmt.Sprintf("Scope(%d)", int(s))
+}
+
+// Node is a cached znode: its path, data and Stat as last read. Data is
+// shared with the cache and with every other copy of the Node: do not
+// modify it.
 type Node struct {
 	Path string
 	Data []byte
@@ -37,33 +48,30 @@ type Node struct {
 type EventType int
 
 const (
-	// Created: a node entered the cache (at Start, or created since).
+	// Created: a node entered the cache (found by a reading of the
+	// scope, or created since).
 	Created EventType = iota + 1
-	// Changed: a node's data changed (its mzxid moved).
+	// Changed: a node's data changed (its Mzxid moved).
 	Changed
 	// Deleted: a node left the cache.
 	Deleted
-	// Initialized: Start's first reading is complete; sent once.
+	// Initialized: Start's reading of the scope is complete; sent once,
+	// after the Created events of that reading.
 	Initialized
 )
 
+var eventNames = [...]string{Created: "Created", Changed: "Changed", Deleted: "Deleted", Initialized: "Initialized"}
+
 func (t EventType) String() string {
-	switch t {
-	case Created:
-		return "Created"
-	case Changed:
-		return "Changed"
-	case Deleted:
-		return "Deleted"
-	case Initialized:
-		return "Initialized"
+	if t > 0 && int(t) < len(eventNames) {
+		return eventNames[t]
 	}
 	return fmt.Sprintf("EventType(%d)", int(t))
 }
 
 // Event is a change of the cache. Node is the node's new value (nil for
 // Deleted and Initialized); Old is the value the cache held before (nil
-// for Created and Initialized).
+// for Created and Initialized). Path is empty for Initialized.
 type Event struct {
 	Type EventType
 	Path string
@@ -71,99 +79,127 @@ type Event struct {
 	Old  *Node
 }
 
-// retryDelay paces the attempts to set the watch again after the session
-// came back, while the server refuses or the connection flaps.
-const retryDelay = 100 * time.Millisecond
+func (e Event) String() string {
+	if e.Type == Initialized {
+		return e.Type.String()
+	}
+	return e.Type.String() + " " + e.Path
+}
+
+// ErrClosed is returned by Start on a cache that was closed.
+var ErrClosed = errors.New("cache: closed")
 
 // Cache is a local copy of the nodes of one scope, kept in sync through a
 // persistent watch. It is safe for concurrent use.
 type Cache struct {
-	c     *client.Client
-	root  string
-	scope Scope
+	c      *client.Client
+	root   string
+	scope  Scope
+	events *queue
 
-	mu        sync.RWMutex
-	nodes     map[string]*Node
-	connected bool
+	// wg counts the follow goroutine and the queue's. Use: Add only under
+	// mu while closed is false, so that Close's Wait never races an Add.
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+
+	mu sync.RWMutex // guards the fields below
+	// nodes is the copy: path to node. Invariant: every path in nodes
+	// but the root's is named in kids under its parent.
+	nodes map[string]Node
+	// kids names the cached children of each cached node with any.
+	kids map[string]map[string]struct{}
+	// following is false from a disconnection until the scope has been
+	// read again.
+	following bool
 	started   bool
-	running   bool // run was started: Close waits for done
-
-	events queue
-	ctx    context.Context
-	cancel context.CancelFunc
-	done   chan struct{}
+	closed    bool
+	cancel    context.CancelFunc // ends the follow goroutine; nil before Start
 }
 
 // New returns a cache of the nodes of scope at root, using c's session.
 // It reads nothing until Start.
 func New(c *client.Client, root string, scope Scope) *Cache {
-	ctx, cancel := context.WithCancel(context.Background())
-	cc := &Cache{c: c, root: root, scope: scope, nodes: map[string]*Node{}, ctx: ctx, cancel: cancel, done: make(chan struct{})}
-	cc.events.init()
-	return cc
+	return &Cache{
+		c: c, root: root, scope: scope,
+		events: newQueue(),
+		nodes:  map[string]Node{},
+		kids:   map[string]map[string]struct{}{},
+	}
 }
 
 // Start sets the watch, reads the scope, queues a Created event for each
-// node found and then Initialized, and keeps the cache up to date from
-// then on, until Close. It fails, leaving nothing running, if the first
-// reading fails or ctx ends first. The root need not exist.
+// node found (parents first) and then Initialized, and from then on keeps
+// the copy up to date until Close, or until the client closes. The root
+// need not exist.
+//
+// If the watch cannot be set or the scope read (ctx ends, the session
+// expires, the server fails a reading), Start returns why and the cache is
+// closed: make a new one to try again.
 func (c *Cache) Start(ctx context.Context) error {
 	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
 	if c.started {
 		c.mu.Unlock()
-		return errors.New("cache: already started")
+		return fmt.Errorf("cache of %s: started twice", c.root)
 	}
 	c.started = true
+	life, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	c.cancel = cancel
+	c.events.start(&c.wg)
 	c.mu.Unlock()
+
+	// A Close while Start reads ends the reading.
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	defer context.AfterFunc(life, stop)()
+
 	w, err := c.watch(ctx)
-	if err != nil {
-		c.Close()
-		return err
+	if err == nil {
+		if err = c.resync(ctx); err != nil {
+			w.Close()
+		}
 	}
-	if err := c.resync(ctx); err != nil {
-		w.Close()
+	if err != nil {
 		c.Close()
 		return err
 	}
 	c.events.push(Event{Type: Initialized})
 	c.mu.Lock()
-	if c.ctx.Err() != nil {
-		// Closed meanwhile.
-		c.mu.Unlock()
+	defer c.mu.Unlock()
+	if c.closed {
 		w.Close()
-		return c.ctx.Err()
+		return ErrClosed
 	}
-	c.running = true
-	c.mu.Unlock()
-	go c.run(w)
+	c.wg.Go(func() { c.run(life, w) })
 	return nil
 }
 
-// Events returns the channel of the cache's events. It is closed by Close
-// (events not yet received are dropped).
+// Events returns the channel of the cache's events, in the order the
+// cache changed. Events wait in a queue of the cache's own until they are
+// received, however many: read them, or close the cache. The channel is
+// closed by Close (events not yet received are dropped), or after the last
+// event once the client has closed.
 func (c *Cache) Events() <-chan Event { return c.events.out }
 
-// Get returns the cached node at path.
+// Get returns the cached node at p.
 func (c *Cache) Get(p string) (Node, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	n, ok := c.nodes[p]
-	if !ok {
-		return Node{}, false
-	}
-	return *n, true
+	return n, ok
 }
 
-// Children returns the names of the cached children of path, sorted.
+// Children returns the names of the cached children of p, sorted.
 func (c *Cache) Children(p string) []string {
 	c.mu.RLock()
-	defer c.mu.RUnlock()
-	var names []string
-	for q := range c.nodes {
-		if q != p && parent(q) == p {
-			names = append(names, path.Base(q))
-		}
+	names := make([]string, 0, len(c.kids[p]))
+	for name := range c.kids[p] {
+		names = append(names, name)
 	}
+	c.mu.RUnlock()
 	slices.Sort(names)
 	return names
 }
@@ -173,287 +209,122 @@ func (c *Cache) Nodes() []Node {
 	c.mu.RLock()
 	out := make([]Node, 0, len(c.nodes))
 	for _, n := range c.nodes {
-		out = append(out, *n)
+		out = append(out, n)
 	}
 	c.mu.RUnlock()
 	slices.SortFunc(out, func(a, b Node) int { return cmp.Compare(a.Path, b.Path) })
 	return out
 }
 
-// Connected reports whether the copy is being kept up to date: false
-// while the session is disconnected or gone, until the cache has caught
-// up again.
+// Connected reports whether the cache is following changes: false from
+// the moment the session's connection breaks until the cache has read its
+// scope again once the session is back (or a new one has been made), and
+// after Close. While it is false, the copy may be stale.
 func (c *Cache) Connected() bool {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.connected
+	return c.following && !c.closed
 }
 
-// Close stops following changes, removes the watch, and closes the event
-// channel. It returns once the cache's goroutine has ended.
+// Close stops following changes, removes the watch and closes the event
+// channel, dropping the events not yet received. It returns once the
+// cache's goroutines have ended. The copy stays readable. Calling Close
+// again does nothing.
 func (c *Cache) Close() {
+	c.closeOnce.Do(func() {
+		c.mu.Lock()
+		c.closed = true
+		cancel := c.cancel
+		c.mu.Unlock()
+		if cancel != nil {
+			cancel()
+		}
+		c.events.halt()
+		c.wg.Wait()
+	})
+}
+
+// put records n and says what the cache held at its path before.
+func (c *Cache) put(n Node) (old Node, had bool) {
 	c.mu.Lock()
-	c.cancel()
-	running := c.running
-	c.started = true // no Start after Close
-	c.mu.Unlock()
-	if running {
-		<-c.done
-	}
-	c.events.close()
-}
-
-// run follows the watch until the cache closes, setting it again after
-// the session expires.
-func (c *Cache) run(w *client.Stream[client.Event]) {
-	defer close(c.done)
-	for {
-		c.follow(w)
-		w.Close()
-		c.setConnected(false)
-		for {
-			if !c.awaitSession() {
-				return
-			}
-			var err error
-			if w, err = c.watch(c.ctx); err == nil {
-				if err = c.resync(c.ctx); err == nil {
-					break
-				}
-				w.Close()
-			}
-			select {
-			case <-c.ctx.Done():
-				return
-			case <-time.After(retryDelay):
-			}
+	defer c.mu.Unlock()
+	old, had = c.nodes[n.Path]
+	c.nodes[n.Path] = n
+	if !had && n.Path != c.root {
+		dir, name := split(n.Path)
+		if c.kids[dir] == nil {
+			c.kids[dir] = map[string]struct{}{}
 		}
+		c.kids[dir][name] = struct{}{}
 	}
+	return old, had
 }
 
-// follow applies the watch's events until the stream ends (the session
-// expired, the client closed) or the cache closes.
-func (c *Cache) follow(w *client.Stream[client.Event]) {
-	for {
-		var ev client.Event
-		var ok bool
-		select {
-		case ev, ok = <-w.Events():
-			if !ok {
-				return
-			}
-		case <-c.ctx.Done():
-			return
-		}
-		switch ev.Type {
-		case client.EventSession:
-			switch ev.State {
-			case client.StateDisconnected:
-				c.setConnected(false)
-			case client.StateReconnected, client.StateConnected:
-				// Events of the time disconnected are lost: read again.
-				// A failure here ends with another disconnection, and
-				// another reading when the session is back.
-				_ = c.resync(c.ctx)
-			}
-		case client.EventNotWatching:
-			return
-		case client.EventNodeCreated, client.EventNodeDataChanged:
-			if c.inScope(ev.Path) {
-				c.refresh(ev.Path)
-			}
-		case client.EventNodeDeleted:
-			if c.inScope(ev.Path) {
-				c.remove(ev.Path)
-			}
-		}
-	}
-}
-
-// awaitSession waits until the client has a session again; false when the
-// cache or the client closes first.
-func (c *Cache) awaitSession() bool {
-	states := c.c.StateChanges()
-	defer states.Close()
-	for {
-		select {
-		case st, ok := <-states.Events():
-			if !ok || st == client.StateClosed {
-				return false
-			}
-			if st.Connected() {
-				return true
-			}
-		case <-c.ctx.Done():
-			return false
-		}
-	}
-}
-
-// watch sets the persistent watch the scope needs.
-func (c *Cache) watch(ctx context.Context) (*client.Stream[client.Event], error) {
-	mode := client.WatchPersistentRecursive
-	if c.scope == Single {
-		mode = client.WatchPersistent
-	}
-	w, err := c.c.AddWatch(ctx, c.root, mode)
-	if err != nil {
-		return nil, fmt.Errorf("cache of %s: %w", c.root, err)
-	}
-	return w, nil
-}
-
-// refresh reads the node at p again and records what changed.
-func (c *Cache) refresh(p string) {
-	data, stat, err := c.c.Get(c.ctx, p)
-	switch {
-	case errors.Is(err, client.ErrNoNode):
-		c.remove(p)
-		return
-	case err != nil:
-		// Connection loss: the reading after reconnection catches up.
-		return
-	}
-	n := &Node{Path: p, Data: data, Stat: stat}
+// drop removes p and every cached node below it, and returns them,
+// deepest first.
+func (c *Cache) drop(p string) []Node {
 	c.mu.Lock()
-	old := c.nodes[p]
-	c.nodes[p] = n
-	c.mu.Unlock()
-	switch {
-	case old == nil:
-		c.events.push(Event{Type: Created, Path: p, Node: n})
-	case old.Stat.Mzxid != stat.Mzxid:
-		c.events.push(Event{Type: Changed, Path: p, Node: n, Old: old})
-	}
-}
-
-// remove drops p and what the cache holds below it, deepest first.
-func (c *Cache) remove(p string) {
-	c.mu.Lock()
-	var gone []*Node
-	for q, n := range c.nodes {
-		if within(p, q) {
-			gone = append(gone, n)
+	defer c.mu.Unlock()
+	var gone []Node
+	var below func(p string)
+	below = func(p string) {
+		for name := range c.kids[p] {
+			q := join(p, name)
+			below(q)
+			gone = append(gone, c.nodes[q])
 			delete(c.nodes, q)
 		}
+		delete(c.kids, p)
 	}
-	c.mu.Unlock()
-	slices.SortFunc(gone, func(a, b *Node) int { return cmp.Compare(b.Path, a.Path) })
-	for _, n := range gone {
-		c.events.push(Event{Type: Deleted, Path: n.Path, Old: n})
+	below(p)
+	slices.SortFunc(gone, func(a, b Node) int { return cmp.Compare(b.Path, a.Path) })
+	if n, ok := c.nodes[p]; ok {
+		gone = append(gone, n)
+		delete(c.nodes, p)
 	}
+	if p != c.root {
+		dir, name := split(p)
+		delete(c.kids[dir], name)
+		if len(c.kids[dir]) == 0 {
+			delete(c.kids, dir)
+		}
+	}
+	return gone
 }
 
-// resync reads the whole scope and records the differences with the copy:
-// creations and changes parents first, deletions children first.
-func (c *Cache) resync(ctx context.Context) error {
-	fresh, err := c.load(ctx)
-	if err != nil {
-		return fmt.Errorf("cache of %s: %w", c.root, err)
+// replace makes nodes the copy, and returns the one it replaces.
+func (c *Cache) replace(nodes map[string]Node) map[string]Node {
+	kids := map[string]map[string]struct{}{}
+	for p := range nodes {
+		if p == c.root {
+			continue
+		}
+		dir, name := split(p)
+		if kids[dir] == nil {
+			kids[dir] = map[string]struct{}{}
+		}
+		kids[dir][name] = struct{}{}
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	old := c.nodes
-	c.nodes = fresh
-	c.connected = true
-	c.mu.Unlock()
-	paths := make([]string, 0, len(fresh))
-	for p := range fresh {
-		paths = append(paths, p)
-	}
-	slices.Sort(paths)
-	for _, p := range paths {
-		n, was := fresh[p], old[p]
-		switch {
-		case was == nil:
-			c.events.push(Event{Type: Created, Path: p, Node: n})
-		case was.Stat.Mzxid != n.Stat.Mzxid:
-			c.events.push(Event{Type: Changed, Path: p, Node: n, Old: was})
-		}
-	}
-	var gone []string
-	for p := range old {
-		if fresh[p] == nil {
-			gone = append(gone, p)
-		}
-	}
-	slices.Sort(gone)
-	slices.Reverse(gone)
-	for _, p := range gone {
-		c.events.push(Event{Type: Deleted, Path: p, Old: old[p]})
-	}
-	return nil
+	c.nodes, c.kids, c.following = nodes, kids, true
+	return old
 }
 
-// load reads every node of the scope. Nodes deleted while it reads are
-// left out; the watch reports what changes meanwhile.
-func (c *Cache) load(ctx context.Context) (map[string]*Node, error) {
-	out := map[string]*Node{}
-	queue := []string{c.root}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		data, stat, err := c.c.Get(ctx, p)
-		if errors.Is(err, client.ErrNoNode) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		out[p] = &Node{Path: p, Data: data, Stat: stat}
-		if c.scope == Single || c.scope == Children && p != c.root || stat.NumChildren == 0 {
-			continue
-		}
-		names, _, err := c.c.Children(ctx, p)
-		if errors.Is(err, client.ErrNoNode) {
-			delete(out, p)
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		slices.Sort(names)
-		for _, name := range names {
-			queue = append(queue, join(p, name))
-		}
-	}
-	return out, nil
-}
-
-func (c *Cache) setConnected(v bool) {
+func (c *Cache) setFollowing(v bool) {
 	c.mu.Lock()
-	c.connected = v
+	c.following = v
 	c.mu.Unlock()
 }
 
-// inScope reports whether an event at p concerns the cache.
-func (c *Cache) inScope(p string) bool {
-	switch c.scope {
-	case Single:
-		return p == c.root
-	case Children:
-		return p == c.root || parent(p) == c.root
-	}
-	return within(c.root, p)
+func split(p string) (dir, name string) {
+	return path.Dir(p), path.Base(p)
 }
 
-// within reports whether p is root or below it.
-func within(root, p string) bool {
-	if root == "/" {
-		return strings.HasPrefix(p, "/")
-	}
-	return p == root || strings.HasPrefix(p, root+"/")
-}
-
-func parent(p string) string {
-	if p == "/" {
-		return ""
-	}
-	return path.Dir(p)
-}
-
-func join(p, name string) string {
-	if p == "/" {
+func join(dir, name string) string {
+	if dir == "/" {
 		return "/" + name
 	}
-	return p + "/" + name
+	return dir + "/" + name
 }

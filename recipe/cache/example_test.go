@@ -4,34 +4,103 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
 	"time"
 
 	"github.com/collie-io/collie/client"
 	"github.com/collie-io/collie/recipe/cache"
+	"github.com/collie-io/collie/server"
+	"github.com/collie-io/collie/server/config"
 )
 
-// A configuration center: a subscriber reads its configuration at start
-// and switches databases when an operator changes /config/db.
+// A configuration center: a service reads its configuration when it
+// starts, and switches databases when an operator changes /config/db.
 func Example() {
+	// Any ZooKeeper-protocol ensemble will do: "zk1:2181,zk2:2181,zk3:2181".
+	addr, stop := serve()
+	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := client.Dial(ctx, "127.0.0.1:2181", client.Config{})
+
+	operator, err := client.Dial(ctx, addr, client.Config{})
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer c.Close()
+	defer operator.Close()
+	if _, _, err := operator.Create(ctx, "/config", nil, client.ModePersistent, nil); err != nil {
+		log.Fatal(err)
+	}
+	if _, _, err := operator.Create(ctx, "/config/db", []byte("db-1:5432"), client.ModePersistent, nil); err != nil {
+		log.Fatal(err)
+	}
 
-	cfg := cache.New(c, "/config/db", cache.Single)
+	// The service, with a session of its own that it renews if it expires.
+	service, err := client.Dial(ctx, addr, client.Config{RenewSession: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer service.Close()
+	cfg := cache.New(service, "/config/db", cache.Single)
 	if err := cfg.Start(ctx); err != nil {
 		log.Fatal(err)
 	}
 	defer cfg.Close()
 	for ev := range cfg.Events() {
 		switch ev.Type {
-		case cache.Created, cache.Changed:
-			fmt.Printf("using database %s\n", ev.Node.Data)
-		case cache.Deleted:
-			fmt.Println("no database configured")
+		case cache.Created:
+			fmt.Printf("starting with %s\n", ev.Node.Data)
+		case cache.Initialized:
+			// The configuration as it was at start has been read: the
+			// operator switches databases.
+			if _, err := operator.Set(ctx, "/config/db", []byte("db-2:5432"), client.AnyVersion); err != nil {
+				log.Fatal(err)
+			}
+		case cache.Changed:
+			fmt.Printf("switching from %s to %s\n", ev.Old.Data, ev.Node.Data)
+			node, _ := cfg.Get("/config/db") // the copy, read without a request
+			fmt.Printf("now using %s (version %d)\n", node.Data, node.Stat.Version)
+			return
 		}
+	}
+
+	// Output:
+	// starting with db-1:5432
+	// switching from db-1:5432 to db-2:5432
+	// now using db-2:5432 (version 1)
+}
+
+// serve runs a Collie server on 127.0.0.1 until stop is called.
+func serve() (addr string, stop func()) {
+	dir, err := os.MkdirTemp("", "cache-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0") // finds a free port
+	if err != nil {
+		log.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.DataDir, cfg.DataLogDir, cfg.AdminServerEnabled = dir, dir, false
+	cfg.ClientPortAddress, cfg.ClientPort = "127.0.0.1", ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	srv, err := server.New(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	exited := make(chan error, 1)
+	go func() { exited <- srv.Run(ctx) }()
+	select {
+	case <-srv.Ready():
+	case err := <-exited:
+		log.Fatal(err)
+	}
+	return net.JoinHostPort(cfg.ClientPortAddress, strconv.Itoa(cfg.ClientPort)), func() {
+		cancel()
+		<-exited
+		os.RemoveAll(dir)
 	}
 }

@@ -2,51 +2,103 @@ package cache
 
 import "sync"
 
-// queue hands events to one reader through a channel, with an unbounded
-// queue between: the cache never waits for a slow reader and never drops
-// an event, as the client's streams.
+// queue hands a cache's events to one reader through a channel, with an
+// unbounded queue between the two, as the client's streams do: the cache
+// never waits for a slow reader and never drops an event for it.
 type queue struct {
-	mu    sync.Mutex
-	items []Event
-	wake  chan struct{} // capacity 1: items were added
-	stop  chan struct{} // closed by close
-	once  sync.Once
-	out   chan Event
-	done  chan struct{} // closed when the pump has returned
+	out chan Event
+
+	mu      sync.Mutex // guards items, ended and started
+	items   []Event
+	ended   bool // nothing more will be pushed: close out once items are out
+	started bool // forward runs, or has run
+
+	wake     chan struct{} // capacity 1: an event or the end was pushed
+	stop     chan struct{} // closed by halt: drop what is queued and exit
+	stopOnce sync.Once
 }
 
-func (q *queue) init() {
-	q.wake = make(chan struct{}, 1)
-	q.stop = make(chan struct{})
-	q.out = make(chan Event)
-	q.done = make(chan struct{})
-	go q.pump()
+func newQueue() *queue {
+	return &queue{
+		out:  make(chan Event),
+		wake: make(chan struct{}, 1),
+		stop: make(chan struct{}),
+	}
 }
 
+// start runs the goroutine that feeds out, under wg, unless it runs
+// already or the queue was halted first.
+func (q *queue) start(wg *sync.WaitGroup) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !q.started {
+		q.started = true
+		wg.Go(q.forward)
+	}
+}
+
+// push queues ev. It never blocks.
 func (q *queue) push(ev Event) {
 	q.mu.Lock()
-	q.items = append(q.items, ev)
+	if !q.ended {
+		q.items = append(q.items, ev)
+	}
 	q.mu.Unlock()
+	q.signal()
+}
+
+// end closes out once everything queued has been received.
+func (q *queue) end() {
+	q.mu.Lock()
+	q.ended = true
+	q.mu.Unlock()
+	q.signal()
+}
+
+// halt closes out at once, dropping what was not received. The goroutine
+// of a started queue closes it; halt does when there is none.
+func (q *queue) halt() {
+	q.stopOnce.Do(func() {
+		close(q.stop)
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		if !q.started {
+			q.started = true // nobody may start it any more
+			close(q.out)
+		}
+	})
+}
+
+func (q *queue) signal() {
 	select {
 	case q.wake <- struct{}{}:
 	default:
 	}
 }
 
-// close ends the pump, dropping what was not received, and closes out.
-// It returns once the pump has returned.
-func (q *queue) close() {
-	q.once.Do(func() { close(q.stop) })
-	<-q.done
+// next takes the oldest queued event; ok is false when there is none, and
+// ended then says whether there will be no more.
+func (q *queue) next() (ev Event, ok, ended bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.items) == 0 {
+		q.items = nil // let a burst's backing array go
+		return Event{}, false, q.ended
+	}
+	ev = q.items[0]
+	q.items[0] = Event{}
+	q.items = q.items[1:]
+	return ev, true, false
 }
 
-func (q *queue) pump() {
-	defer close(q.done)
+func (q *queue) forward() {
 	defer close(q.out)
 	for {
-		q.mu.Lock()
-		if len(q.items) == 0 {
-			q.mu.Unlock()
+		ev, ok, ended := q.next()
+		if !ok {
+			if ended {
+				return
+			}
 			select {
 			case <-q.wake:
 				continue
@@ -54,10 +106,6 @@ func (q *queue) pump() {
 				return
 			}
 		}
-		ev := q.items[0]
-		q.items[0] = Event{}
-		q.items = q.items[1:]
-		q.mu.Unlock()
 		select {
 		case q.out <- ev:
 		case <-q.stop:
