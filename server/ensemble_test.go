@@ -198,8 +198,9 @@ func TestEnsembleLinearizableReads(t *testing.T) {
 }
 
 // A session that reconnects to another server belongs to that one: a write
-// sent through its old connection fails with SessionMoved, as in
-// ZooKeeper, and writes through the new one succeed.
+// sent through its old connection is refused with SessionMoved, which, as
+// in ZooKeeper, closes that connection rather than answer it; writes
+// through the new one succeed.
 func TestEnsembleSessionMoved(t *testing.T) {
 	e := collietest.StartEnsemble(t, 3, 0)
 	servers := e.Servers()
@@ -210,8 +211,13 @@ func TestEnsembleSessionMoved(t *testing.T) {
 	if code := call(t, moved, proto.OpCreate, &proto.CreateRequest{Path: "/through-new", ACL: open}, &proto.CreateResponse{}); code != proto.OK {
 		t.Fatalf("create through the new server: %v", code)
 	}
-	if code := call(t, old, proto.OpCreate, &proto.CreateRequest{Path: "/through-old", ACL: open}, &proto.CreateResponse{}); code != proto.ErrSessionMoved {
-		t.Fatalf("create through the old connection: %v, want %v", code, proto.ErrSessionMoved)
+	// As ZooKeeper's: the old connection is closed, not answered.
+	if code, err := old.Do(proto.OpCreate, &proto.CreateRequest{Path: "/through-old", ACL: open}, &proto.CreateResponse{}); err == nil {
+		t.Fatalf("create through the old connection answered %v; want the connection closed", code)
+	}
+	var st proto.ExistsResponse
+	if code := call(t, moved, proto.OpExists, &proto.ExistsRequest{Path: "/through-old"}, &st); code != proto.ErrNoNode {
+		t.Fatalf("the write through the old connection: exists says %v, want NoNode", code)
 	}
 }
 

@@ -543,6 +543,16 @@ func (c *Conn) reply(it *item) {
 		c.Close()
 		return
 	}
+	if it.reply.Err == proto.ErrSessionMoved {
+		// As ZooKeeper (ZOOKEEPER-710): a connection-level error. The
+		// connection is stale, or its server's claim on the session lost
+		// a race with another's that committed later; either way the
+		// client must reconnect, which claims the session again through
+		// the server it reaches, rather than be told to retry here.
+		c.log.Debug("closing connection: session moved", "session", sessionHex(c.session), "xid", it.xid)
+		c.Close()
+		return
+	}
 	if it.op == proto.OpCheck && it.reply.Err == proto.OK {
 		// ZooKeeper cannot answer a successful check sent outside a multi
 		// (it has no Stat to return) and drops the connection; clients
