@@ -35,27 +35,42 @@ func (c *Client) CreateProtected(ctx context.Context, path string, data []byte, 
 	if policy == nil {
 		policy = defaultRetry
 	}
+	// uncertain: an attempt may have created the node without its reply
+	// arriving. Until a search settles that, no other create is sent: a
+	// second sequential node would be left behind by the first.
+	uncertain := false
+	var err error
 	for n := 1; ; n++ {
-		created, stat, err := c.Create(ctx, protected, data, mode, acl)
-		switch {
-		case err == nil:
-			return created, stat, nil
-		case n > 1 && errors.Is(err, ErrNodeExists) && !mode.Sequential():
-			// An earlier attempt created it after all.
-			if ok, stat, err := c.Exists(ctx, protected); err == nil && ok {
-				return protected, stat, nil
-			}
-			return "", Stat{}, err
-		case !Retryable(err):
-			return "", Stat{}, err
-		}
-		if errors.Is(err, ErrConnectionLoss) {
+		if uncertain {
 			found, stat, ferr := c.findProtected(ctx, parent, prefix)
-			if ferr == nil && found != "" {
+			switch {
+			case ferr == nil && found != "":
 				return found, stat, nil
+			case ferr == nil:
+				uncertain = false
+			case !Retryable(ferr):
+				return "", Stat{}, ferr
 			}
-			if ferr != nil && !Retryable(ferr) {
+		}
+		if !uncertain {
+			var created string
+			var stat Stat
+			created, stat, err = c.Create(ctx, protected, data, mode, acl)
+			switch {
+			case err == nil:
+				return created, stat, nil
+			case n > 1 && errors.Is(err, ErrNodeExists) && !mode.Sequential():
+				// An earlier attempt created it after all.
+				if ok, stat, err := c.Exists(ctx, protected); err == nil && ok {
+					return protected, stat, nil
+				}
 				return "", Stat{}, err
+			case !Retryable(err):
+				return "", Stat{}, err
+			}
+			if errors.Is(err, ErrConnectionLoss) {
+				uncertain = true
+				continue
 			}
 		}
 		delay, ok := policy.Delay(n)
