@@ -1,153 +1,114 @@
 package discovery
 
 import (
+	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"path"
+	"strings"
 
 	"github.com/collie-io/collie/client"
-	"github.com/collie-io/collie/recipe/cache"
-	"github.com/collie-io/collie/recipe/internal/znode"
 )
 
-// Member is a process's membership of a group: an ephemeral node
-// group/name holding the member's data. The node goes with the session;
-// when the session comes back without it, or a new session begins after
-// expiry, the Member writes it again, until Leave.
-type Member struct {
-	c      *client.Client
-	path   string
-	data   []byte
-	keeper *keeper
+// Membership is a process's membership of a group, as Curator's
+// GroupMember: an ephemeral node <group>/<id> holding the member's data,
+// kept in place until Leave. It is safe for concurrent use.
+type Membership struct {
+	group, id string
+	k         *keeper
 }
 
-// Join adds name to group (created, with its missing parents, as
-// containers), holding data. A node of the same name already there is
-// replaced, as a process restarting within its old session's timeout
-// expects.
-func Join(ctx context.Context, c *client.Client, group, name string, data []byte) (*Member, error) {
-	m := &Member{c: c, path: group + "/" + name, data: data}
-	if err := znode.CreateContainers(ctx, c, group); err != nil {
-		return nil, fmt.Errorf("discovery: join %s: %w", m.path, err)
-	}
-	if err := m.write(ctx); err != nil {
+// Join makes the process a member of group under id, holding data, and
+// returns once its node is written. The group's node and its missing
+// ancestors are created as containers, which the server removes once
+// empty. A node already at <group>/<id> is replaced, as a process
+// restarting before its old session has expired expects.
+//
+// Until Leave, the node is written again when it is deleted, and when the
+// session expires and the client starts a new one (set
+// client.Config.RenewSession, or call Renew). A node of another session at
+// the same path is not fought over: the member's node takes its place once
+// it goes.
+//
+// When Join fails after sending the create (ctx ended, the connection
+// broke), the node may have been created all the same; it goes with the
+// session, or is replaced by the next Join.
+func Join(ctx context.Context, c *client.Client, group, id string, data []byte) (*Membership, error) {
+	if err := checkName("member id", id); err != nil {
 		return nil, err
 	}
-	m.keeper = startKeeper(c, m.restore)
-	return m, nil
+	k, err := startKeeper(ctx, c, path.Join(group, id), client.ModeEphemeral, data)
+	if err != nil {
+		return nil, fmt.Errorf("discovery: join %s as %s: %w", group, id, err)
+	}
+	return &Membership{group: group, id: id, k: k}, nil
 }
+
+// ID returns the member's id.
+func (m *Membership) ID() string { return m.id }
 
 // Path returns the member's node.
-func (m *Member) Path() string { return m.path }
+func (m *Membership) Path() string { return m.k.path }
 
-func (m *Member) write(ctx context.Context) error {
-	for {
-		_, _, err := m.c.Create(ctx, m.path, m.data, client.ModeEphemeral, nil)
-		if !errors.Is(err, client.ErrNodeExists) {
-			if err != nil {
-				return fmt.Errorf("discovery: join %s: %w", m.path, err)
-			}
-			return nil
-		}
-		if err := m.c.Delete(ctx, m.path, client.AnyVersion); err != nil && !errors.Is(err, client.ErrNoNode) {
-			return fmt.Errorf("discovery: join %s: %w", m.path, err)
-		}
-	}
-}
-
-// restore writes the node again if the session lost it.
-func (m *Member) restore(ctx context.Context) error {
-	ok, _, err := m.c.Exists(ctx, m.path)
-	if err != nil || ok {
-		return err
-	}
-	if err := znode.CreateContainers(ctx, m.c, path.Dir(m.path)); err != nil {
-		return err
-	}
-	return m.write(ctx)
-}
-
-// Leave stops writing the node again and removes it.
-func (m *Member) Leave(ctx context.Context) error {
-	m.keeper.stop()
-	err := m.c.Delete(ctx, m.path, client.AnyVersion)
-	if err != nil && !errors.Is(err, client.ErrNoNode) {
-		return fmt.Errorf("discovery: leave %s: %w", m.path, err)
+// SetData changes the member's data, on its node now and whenever it is
+// written again (Curator's setThisData).
+func (m *Membership) SetData(ctx context.Context, data []byte) error {
+	if err := m.k.set(ctx, data); err != nil {
+		return fmt.Errorf("discovery: member %s of %s: %w", m.id, m.group, err)
 	}
 	return nil
 }
 
-// Group is a live list of a group's members.
-type Group struct{ l *live }
+// Leave stops keeping the member's node and deletes it, retrying across
+// connection losses until ctx ends. Call it once.
+func (m *Membership) Leave(ctx context.Context) error {
+	if err := m.k.remove(ctx); err != nil {
+		return fmt.Errorf("discovery: leave %s: %w", m.group, err)
+	}
+	return nil
+}
 
-// WatchGroup starts a live list of group's members. The group need not
-// exist yet.
+// Member is one member of a group, as a Group lists it.
+type Member struct {
+	ID   string
+	Data []byte
+}
+
+// Group is a live list of a group's members, read from the ensemble and
+// kept up to date with watches (Curator's GroupMember.getCurrentMembers).
+// It is safe for concurrent use.
+type Group struct{ l *live[Member] }
+
+// WatchGroup reads the members of group and keeps the list up to date
+// until Close. The group's node need not exist: its members are then none.
 func WatchGroup(ctx context.Context, c *client.Client, group string) (*Group, error) {
-	l, err := startLive(ctx, c, group)
+	l, err := startLive(ctx, c, group, func(id string, data []byte) (Member, bool) {
+		// A copy, so that a reader changing it does not change the
+		// list's own.
+		return Member{ID: id, Data: bytes.Clone(data)}, true
+	})
 	if err != nil {
 		return nil, fmt.Errorf("discovery: watch group %s: %w", group, err)
 	}
 	return &Group{l}, nil
 }
 
-// Members returns the members' names and data, sorted by name.
-func (g *Group) Members() []cache.Node { return g.l.children() }
+// Members returns the latest list of members, sorted by id.
+func (g *Group) Members() []Member { return g.l.current() }
 
-// Names returns the members' names, sorted.
-func (g *Group) Names() []string {
-	var out []string
-	for _, n := range g.l.children() {
-		out = append(out, path.Base(n.Path))
-	}
-	return out
-}
+// Updates delivers the list of members, sorted by id, each time it
+// changes, the first time with the list read by WatchGroup. A list not yet
+// received when the next one comes is dropped: a slow reader skips to the
+// latest. The channel is closed by Close, or when the client closes.
+func (g *Group) Updates() <-chan []Member { return g.l.updates }
 
-// Changed is signalled (without waiting, signals coalescing) after each
-// change of the list.
-func (g *Group) Changed() <-chan struct{} { return g.l.changed }
-
-// Close stops the list.
+// Close stops keeping the list up to date.
 func (g *Group) Close() { g.l.close() }
 
-// live is a cache of a node's children that signals each change.
-type live struct {
-	root    string
-	c       *cache.Cache
-	changed chan struct{}
-	done    chan struct{}
-}
-
-func startLive(ctx context.Context, c *client.Client, root string) (*live, error) {
-	cc := cache.New(c, root, cache.Children)
-	if err := cc.Start(ctx); err != nil {
-		return nil, err
+// checkName refuses what cannot be one path component.
+func checkName(what, name string) error {
+	if name == "" || name == "." || name == ".." || strings.Contains(name, "/") {
+		return fmt.Errorf("discovery: %s %q is not a node name", what, name)
 	}
-	l := &live{root: root, c: cc, changed: make(chan struct{}, 1), done: make(chan struct{})}
-	go func() {
-		defer close(l.done)
-		for range cc.Events() {
-			select {
-			case l.changed <- struct{}{}:
-			default:
-			}
-		}
-	}()
-	return l, nil
-}
-
-// children returns the cached children, sorted by path.
-func (l *live) children() []cache.Node {
-	var out []cache.Node
-	for _, n := range l.c.Nodes() {
-		if n.Path != l.root {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-func (l *live) close() {
-	l.c.Close()
-	<-l.done
+	return nil
 }
