@@ -15,6 +15,7 @@ import (
 
 	"github.com/collie-io/collie/client"
 	"github.com/collie-io/collie/collietest"
+	"github.com/collie-io/collie/recipe/discovery"
 	"github.com/collie-io/collie/recipe/election"
 	"github.com/collie-io/collie/recipe/internal/recipetest"
 	"github.com/collie-io/collie/recipe/lock"
@@ -178,4 +179,36 @@ func TestLatchAcrossLeaderChanges(t *testing.T) {
 	if _, token := leaders(); token < first {
 		t.Errorf("token %d after the changes, %d before", token, first)
 	}
+}
+
+// An instance registered through one server stays found while the
+// leader changes, and a live list of it follows its unregistration.
+func TestDiscoveryAcrossLeaderChanges(t *testing.T) {
+	e := collietest.StartEnsemble(t, 3, 0)
+	ctx := recipetest.Context(t)
+	d := discovery.New(dial(t, e), "/svc")
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), recipetest.Timeout)
+		defer cancel()
+		if err := d.Close(ctx); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	port := 80
+	if err := d.Register(ctx, discovery.Instance{Name: "api", ID: "1", Address: "10.0.0.1", Port: &port}); err != nil {
+		t.Fatal(err)
+	}
+	live, err := discovery.New(dial(t, e), "/svc").Cache(ctx, "api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(live.Close)
+	recipetest.WaitFor(t, "the instance in the live list", func() bool { return len(live.Instances()) == 1 })
+	bounce(t, e)
+	bounce(t, e)
+	recipetest.WaitFor(t, "the instance still there", func() bool { return len(live.Instances()) == 1 })
+	if err := d.Unregister(ctx, "api", "1"); err != nil {
+		t.Fatal(err)
+	}
+	recipetest.WaitFor(t, "the live list to follow the unregistration", func() bool { return len(live.Instances()) == 0 })
 }
