@@ -15,10 +15,13 @@ import (
 
 	"github.com/collie-io/collie/client"
 	"github.com/collie-io/collie/collietest"
+	"github.com/collie-io/collie/recipe/barrier"
+	"github.com/collie-io/collie/recipe/counter"
 	"github.com/collie-io/collie/recipe/discovery"
 	"github.com/collie-io/collie/recipe/election"
 	"github.com/collie-io/collie/recipe/internal/recipetest"
 	"github.com/collie-io/collie/recipe/lock"
+	"github.com/collie-io/collie/recipe/queue"
 )
 
 // dial connects a client to every server of e, renewing its session when
@@ -211,4 +214,147 @@ func TestDiscoveryAcrossLeaderChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	recipetest.WaitFor(t, "the live list to follow the unregistration", func() bool { return len(live.Instances()) == 0 })
+}
+
+// A producer puts items and three consumers take them while the leader is
+// stopped twice: every item put is taken, and none is taken twice. An item
+// whose put or take lost its reply is counted apart: it may or may not be
+// in the queue, or may have been taken by this consumer or another.
+func TestQueueAcrossLeaderChanges(t *testing.T) {
+	e := collietest.StartEnsemble(t, 3, 0)
+	ctx := recipetest.Context(t)
+	const items = 60
+	var mu sync.Mutex
+	taken := map[string]int{}
+	uncertain := map[string]bool{}
+	var wg sync.WaitGroup
+	cctx, stop := context.WithCancel(ctx)
+	for range 3 {
+		q := queue.New(dial(t, e), "/queue")
+		wg.Go(func() {
+			for cctx.Err() == nil {
+				item, err := q.Take(cctx)
+				var ue *queue.UncertainError
+				mu.Lock()
+				switch {
+				case err == nil:
+					taken[string(item.Data)]++
+				case errors.As(err, &ue):
+					uncertain[string(ue.Item.Data)] = true
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	producer := queue.New(dial(t, e), "/queue")
+	put := map[string]bool{}
+	for i := range items {
+		if i == items/3 || i == 2*items/3 {
+			bounce(t, e)
+		}
+		v := strconv.Itoa(i)
+		if _, err := producer.Put(ctx, []byte(v)); err != nil {
+			mu.Lock()
+			uncertain[v] = true
+			mu.Unlock()
+			continue
+		}
+		put[v] = true
+	}
+	missing := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		var out []string
+		for v := range put {
+			if taken[v] == 0 && !uncertain[v] {
+				out = append(out, v)
+			}
+		}
+		return out
+	}
+	defer func() {
+		if t.Failed() {
+			left, _ := producer.Len(context.Background())
+			t.Logf("items not taken: %v; %d left in the queue", missing(), left)
+		}
+	}()
+	recipetest.WaitFor(t, "every item put to be taken", func() bool { return len(missing()) == 0 })
+	stop()
+	wg.Wait()
+	for v, n := range taken {
+		if n > 1 {
+			t.Errorf("item %s taken %d times", v, n)
+		}
+	}
+}
+
+// Three clients add to an atomic long while the leader is stopped twice:
+// no increment seen to succeed is lost, and none is counted twice.
+func TestAtomicLongAcrossLeaderChanges(t *testing.T) {
+	e := collietest.StartEnsemble(t, 3, 0)
+	ctx := recipetest.Context(t)
+	var done, unsure atomic.Int64
+	cctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for range 3 {
+		a := counter.NewAtomicLong(dial(t, e), "/long", client.ExponentialBackoff(10*time.Millisecond, 100*time.Millisecond, 20))
+		wg.Go(func() {
+			for cctx.Err() == nil {
+				// A failed Add may still apply, also one cut short by
+				// the end of the test.
+				if _, err := a.Add(cctx, 1); err == nil {
+					done.Add(1)
+				} else {
+					unsure.Add(1)
+				}
+			}
+		})
+	}
+	recipetest.WaitFor(t, "increments", func() bool { return done.Load() >= 20 })
+	bounce(t, e)
+	bounce(t, e)
+	at := done.Load()
+	recipetest.WaitFor(t, "increments after the changes", func() bool { return done.Load() >= at+20 })
+	stop()
+	wg.Wait()
+	got, err := counter.NewAtomicLong(dial(t, e), "/long", nil).Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lo, hi := done.Load(), done.Load()+unsure.Load(); got < lo || got > hi {
+		t.Errorf("value %d; increments seen to succeed %d, of unknown outcome %d", got, lo, hi-lo)
+	}
+}
+
+// Three participants enter a double barrier, the leader stopped after the
+// second arrives: none gets through before the third has arrived, and all
+// leave.
+func TestDoubleBarrierAcrossLeaderChanges(t *testing.T) {
+	e := collietest.StartEnsemble(t, 3, 0)
+	ctx := recipetest.Context(t)
+	var arrived atomic.Int32
+	errs := make(chan error, 3)
+	enter := func(i int) {
+		b := barrier.NewDouble(dial(t, e), "/double", 3, fmt.Sprint("p", i))
+		arrived.Add(1)
+		if err := b.Enter(ctx); err != nil {
+			errs <- fmt.Errorf("enter %d: %w", i, err)
+			return
+		}
+		if n := arrived.Load(); n != 3 {
+			errs <- fmt.Errorf("participant %d entered with %d arrived", i, n)
+			return
+		}
+		errs <- b.Leave(ctx)
+	}
+	go enter(0)
+	go enter(1)
+	recipetest.WaitFor(t, "two arrivals", func() bool { return arrived.Load() == 2 })
+	bounce(t, e)
+	go enter(2)
+	for range 3 {
+		if err := recipetest.Receive(t, errs); err != nil {
+			t.Error(err)
+		}
+	}
 }
