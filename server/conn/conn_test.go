@@ -154,9 +154,12 @@ func TestConnectionLossClosesConnection(t *testing.T) {
 	in = append(in, request(1, proto.OpSetData, &proto.SetDataRequest{Path: "/a", Version: -1})...)
 	in = append(in, request(2, proto.OpGetData, &proto.GetDataRequest{Path: "/a"})...)
 	out := serveWith(t, &echoBackend{lose: true}, in, 5*time.Second)
-	n := binary.BigEndian.Uint32(out)
-	if len(out) != int(4+n) {
-		t.Fatalf("got %d bytes after the connect response; want none", len(out)-int(4+n))
+	// The connection may close before even the connect response is
+	// flushed; no reply may follow it.
+	if len(out) > 0 {
+		if n := binary.BigEndian.Uint32(out); len(out) != int(4+n) {
+			t.Fatalf("got %d bytes after the connect response; want none", len(out)-int(4+n))
+		}
 	}
 }
 

@@ -358,3 +358,68 @@ func TestDoubleBarrierAcrossLeaderChanges(t *testing.T) {
 		}
 	}
 }
+
+// Five clients share a semaphore of two leases, and a read/write lock,
+// while the leader is stopped twice: never more than two lease holders at
+// once, never a writer beside anyone else, and both go on being taken.
+func TestSemaphoreAndRWLockAcrossLeaderChanges(t *testing.T) {
+	e := collietest.StartEnsemble(t, 3, 0)
+	ctx := recipetest.Context(t)
+	cctx, stop := context.WithCancel(ctx)
+	var leases, maxLeases, readers, writers, rounds atomic.Int64
+	var bad atomic.Value
+	peak := func(v *atomic.Int64, n int64) {
+		for old := v.Load(); n > old && !v.CompareAndSwap(old, n); old = v.Load() {
+		}
+	}
+	var wg sync.WaitGroup
+	for w := range 5 {
+		c := dial(t, e)
+		sem := lock.NewSemaphore(c, "/semaphore", 2)
+		rw := lock.NewRWLock(c, "/rwlock")
+		wg.Go(func() {
+			for cctx.Err() == nil {
+				got, err := sem.Acquire(cctx, 1)
+				if err == nil {
+					peak(&maxLeases, leases.Add(1))
+					leases.Add(-1)
+					for _, l := range got {
+						l.Unlock(cctx)
+					}
+				}
+				var l *lock.Lease
+				if w%2 == 0 {
+					if l, err = rw.Lock(cctx); err == nil {
+						if writers.Add(1) != 1 || readers.Load() != 0 {
+							bad.Store("a writer beside another holder")
+						}
+						writers.Add(-1)
+					}
+				} else if l, err = rw.RLock(cctx); err == nil {
+					readers.Add(1)
+					if writers.Load() != 0 {
+						bad.Store("a reader beside a writer")
+					}
+					readers.Add(-1)
+				}
+				if err == nil {
+					l.Unlock(cctx)
+					rounds.Add(1)
+				}
+			}
+		})
+	}
+	recipetest.WaitFor(t, "rounds", func() bool { return rounds.Load() >= 10 })
+	bounce(t, e)
+	bounce(t, e)
+	at := rounds.Load()
+	recipetest.WaitFor(t, "rounds after the changes", func() bool { return rounds.Load() >= at+10 })
+	stop()
+	wg.Wait()
+	if n := maxLeases.Load(); n > 2 {
+		t.Errorf("%d leases of two held at once", n)
+	}
+	if v := bad.Load(); v != nil {
+		t.Error(v)
+	}
+}
