@@ -5,15 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"log/slog"
-	"net"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/collie-io/collie/client"
-	"github.com/collie-io/collie/server"
-	"github.com/collie-io/collie/server/config"
+	"github.com/collie-io/collie/collietest"
 )
 
 func Example() {
@@ -75,38 +71,11 @@ func Example() {
 	// still v2
 }
 
-// startExampleServer runs a Collie server on a free port of 127.0.0.1 with
-// its data in a temporary directory.
+// startExampleServer runs a Collie server on 127.0.0.1 until stop is called.
 func startExampleServer() (addr string, stop func()) {
-	dir, err := os.MkdirTemp("", "client-example")
+	addr, stop, err := collietest.Serve()
 	if err != nil {
 		log.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		log.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	cfg := config.Default()
-	cfg.DataDir, cfg.DataLogDir = dir, dir
-	cfg.ClientPortAddress, cfg.ClientPort = "127.0.0.1", port
-	cfg.AdminServerEnabled = false
-	srv, err := server.New(cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		log.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	select {
-	case <-srv.Ready():
-	case err := <-done:
-		log.Fatal(err)
-	}
-	return net.JoinHostPort("127.0.0.1", fmt.Sprint(port)), func() {
-		cancel()
-		<-done
-		os.RemoveAll(dir)
-	}
+	return addr, stop
 }

@@ -8,8 +8,10 @@ package collietest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -178,4 +180,45 @@ func (s *Server) Restart() {
 	s.tb.Helper()
 	s.Stop()
 	s.start()
+}
+
+// Serve runs a standalone server with ZooKeeper's defaults on a free port
+// of 127.0.0.1, with its data in a new temporary directory, outside any
+// test: for runnable examples and programs that need a server for a
+// while. stop shuts it down and removes its data.
+func Serve() (addr string, stop func(), err error) {
+	dir, err := os.MkdirTemp("", "collie-serve")
+	if err != nil {
+		return "", nil, err
+	}
+	fail := func(err error) (string, func(), error) {
+		os.RemoveAll(dir)
+		return "", nil, fmt.Errorf("collietest: serve: %w", err)
+	}
+	probe, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fail(err)
+	}
+	cfg := config.Default()
+	cfg.DataDir, cfg.DataLogDir, cfg.AdminServerEnabled = dir, dir, false
+	cfg.ClientPortAddress, cfg.ClientPort = "127.0.0.1", probe.Addr().(*net.TCPAddr).Port
+	probe.Close()
+	srv, err := server.New(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return fail(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	exited := make(chan error, 1)
+	go func() { exited <- srv.Run(ctx) }()
+	select {
+	case <-srv.Ready():
+	case err := <-exited:
+		cancel()
+		return fail(err)
+	}
+	return net.JoinHostPort(cfg.ClientPortAddress, strconv.Itoa(cfg.ClientPort)), func() {
+		cancel()
+		<-exited
+		os.RemoveAll(dir)
+	}, nil
 }

@@ -4,16 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"log/slog"
-	"net"
-	"os"
-	"strconv"
 	"time"
 
 	"github.com/collie-io/collie/client"
+	"github.com/collie-io/collie/collietest"
 	"github.com/collie-io/collie/recipe/cache"
-	"github.com/collie-io/collie/server"
-	"github.com/collie-io/collie/server/config"
 )
 
 // A configuration center: a service reads its configuration when it
@@ -74,33 +69,9 @@ func Example() {
 
 // serve runs a Collie server on 127.0.0.1 until stop is called.
 func serve() (addr string, stop func()) {
-	dir, err := os.MkdirTemp("", "cache-example")
+	addr, stop, err := collietest.Serve()
 	if err != nil {
 		log.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0") // finds a free port
-	if err != nil {
-		log.Fatal(err)
-	}
-	cfg := config.Default()
-	cfg.DataDir, cfg.DataLogDir, cfg.AdminServerEnabled = dir, dir, false
-	cfg.ClientPortAddress, cfg.ClientPort = "127.0.0.1", ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	srv, err := server.New(cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		log.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	exited := make(chan error, 1)
-	go func() { exited <- srv.Run(ctx) }()
-	select {
-	case <-srv.Ready():
-	case err := <-exited:
-		log.Fatal(err)
-	}
-	return net.JoinHostPort(cfg.ClientPortAddress, strconv.Itoa(cfg.ClientPort)), func() {
-		cancel()
-		<-exited
-		os.RemoveAll(dir)
-	}
+	return addr, stop
 }

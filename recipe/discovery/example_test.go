@@ -4,16 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"log/slog"
-	"net"
-	"os"
 	"strconv"
 	"time"
 
 	"github.com/collie-io/collie/client"
+	"github.com/collie-io/collie/collietest"
 	"github.com/collie-io/collie/recipe/discovery"
-	"github.com/collie-io/collie/server"
-	"github.com/collie-io/collie/server/config"
 )
 
 // Two instances of a service register themselves; a client of the service
@@ -113,35 +109,11 @@ func ExampleWatchGroup() {
 	// still there: worker-2 ready
 }
 
-// exampleServer runs a Collie server on a free port of 127.0.0.1 until stop.
+// exampleServer runs a Collie server on 127.0.0.1 until stop is called.
 func exampleServer() (addr string, stop func()) {
-	dir, err := os.MkdirTemp("", "discovery-example")
+	addr, stop, err := collietest.Serve()
 	if err != nil {
 		log.Fatal(err)
 	}
-	cfg := config.Default()
-	cfg.DataDir, cfg.DataLogDir, cfg.AdminServerEnabled = dir, dir, false
-	probe, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		log.Fatal(err)
-	}
-	cfg.ClientPortAddress, cfg.ClientPort = "127.0.0.1", probe.Addr().(*net.TCPAddr).Port
-	probe.Close()
-	srv, err := server.New(cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		log.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	exited := make(chan error, 1)
-	go func() { exited <- srv.Run(ctx) }()
-	select {
-	case <-srv.Ready():
-	case err := <-exited:
-		log.Fatal(err)
-	}
-	return net.JoinHostPort(cfg.ClientPortAddress, strconv.Itoa(cfg.ClientPort)), func() {
-		cancel()
-		<-exited
-		os.RemoveAll(dir)
-	}
+	return addr, stop
 }

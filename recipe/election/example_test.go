@@ -4,16 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"log/slog"
-	"net"
-	"os"
-	"strconv"
 	"time"
 
 	"github.com/collie-io/collie/client"
+	"github.com/collie-io/collie/collietest"
 	"github.com/collie-io/collie/recipe/election"
-	"github.com/collie-io/collie/server"
-	"github.com/collie-io/collie/server/config"
 )
 
 func ExampleLatch() {
@@ -103,38 +98,11 @@ func ExampleMaster() {
 	// master after resigning: false
 }
 
-// runServer runs a Collie server on a free port of 127.0.0.1 until stop
-// is called.
+// runServer runs a Collie server on 127.0.0.1 until stop is called.
 func runServer() (addr string, stop func()) {
-	dir, err := os.MkdirTemp("", "election-example")
+	addr, stop, err := collietest.Serve()
 	if err != nil {
 		log.Fatal(err)
 	}
-	cfg := config.Default()
-	cfg.DataDir, cfg.DataLogDir = dir, dir
-	cfg.AdminServerEnabled = false
-	cfg.ClientPortAddress = "127.0.0.1"
-	probe, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		log.Fatal(err)
-	}
-	cfg.ClientPort = probe.Addr().(*net.TCPAddr).Port
-	probe.Close()
-	srv, err := server.New(cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		log.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	exited := make(chan error, 1)
-	go func() { exited <- srv.Run(ctx) }()
-	select {
-	case <-srv.Ready():
-	case err := <-exited:
-		log.Fatal(err)
-	}
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.ClientPort)), func() {
-		cancel()
-		<-exited
-		os.RemoveAll(dir)
-	}
+	return addr, stop
 }
