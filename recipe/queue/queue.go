@@ -443,23 +443,36 @@ func newClaim(name, node string, data []byte) *claim {
 
 // remove deletes an item node read at version and reports whether this
 // consumer's delete removed it. When the reply is lost it looks whether
-// the node is still there: if so the delete did not happen, and is sent
-// again while ctx lasts; if not, the outcome is an *UncertainError.
+// the node is still there: if not, the outcome is an *UncertainError; if
+// so, the delete is sent again while ctx lasts, and should that one find
+// the node gone, the outcome is uncertain too (the lost one may have been
+// applied since).
 func (q *base) remove(ctx context.Context, node string, version int32) (bool, error) {
+	// lost is the error of an earlier attempt whose reply was lost: that
+	// delete may still be applied, after any check, by a leader elected
+	// meanwhile that commits what its predecessor had replicated.
+	var lost error
 	for {
 		err := q.c.Delete(ctx, node, version)
 		switch {
 		case err == nil:
 			return true, nil
 		case errors.Is(err, client.ErrNoNode), errors.Is(err, client.ErrBadVersion):
+			if lost != nil {
+				return false, &UncertainError{Err: lost}
+			}
 			return false, nil
 		case !client.Retryable(err) && ctx.Err() == nil:
 			return false, err
 		}
-		// The session's requests are applied in order, so this read sees
-		// the delete if it was applied.
+		lost = err
+		// A sync first, so that the server has what the leader had
+		// committed: a delete still on its way may be in it.
 		var exists bool
 		cerr := client.Retry(context.WithoutCancel(ctx), client.RetryForever(retryDelay), func(ctx context.Context) error {
+			if err := q.c.Sync(ctx, node); err != nil {
+				return err
+			}
 			var err error
 			exists, _, err = q.c.Exists(ctx, node)
 			return err
