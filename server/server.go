@@ -175,11 +175,15 @@ func New(cfg config.Config, logger *slog.Logger) (*Server, error) {
 	}
 	// Sessions alive before a restart get a fresh full timeout to
 	// reconnect, as ZooKeeper gives them after a leader change.
+	// The node applies entries from here on, and Apply tracks sessions
+	// under smu too.
 	now := time.Now()
 	s.mu.RLock()
+	s.smu.Lock()
 	for _, sess := range s.fsm.Sessions() {
 		s.tracker.Add(session.ID(sess.ID), time.Duration(sess.Timeout)*time.Millisecond, now)
 	}
+	s.smu.Unlock()
 	s.mu.RUnlock()
 	return s, nil
 }
