@@ -11,6 +11,7 @@ import (
 
 	"github.com/collie-io/collie/client"
 	"github.com/collie-io/collie/proto"
+	"github.com/collie-io/collie/recipe/internal/uuid"
 	"github.com/collie-io/collie/recipe/internal/znode"
 )
 
@@ -57,7 +58,7 @@ type DoubleBarrier struct {
 // among the members and valid node names other than "ready".
 func NewDouble(c *client.Client, path string, size int, id string) *DoubleBarrier {
 	if id == "" {
-		id = randomUUID()
+		id = uuid.New()
 	}
 	return &DoubleBarrier{c: c, path: path, size: size, id: id, turn: make(chan struct{}, 1)}
 }
@@ -309,14 +310,4 @@ func deleteNode(ctx context.Context, c *client.Client, node string) error {
 // members returns the names of the member nodes among a barrier's children.
 func members(children []string) []string {
 	return slices.DeleteFunc(slices.Clone(children), func(name string) bool { return name == readyName })
-}
-
-// randomUUID returns a random (version 4) UUID, the id Curator gives a
-// member.
-func randomUUID() string {
-	var b [16]byte
-	rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }

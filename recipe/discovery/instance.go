@@ -2,13 +2,14 @@ package discovery
 
 import (
 	"bytes"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/collie-io/collie/recipe/internal/uuid"
 )
 
 // ServiceType says how an instance's node lives, under Curator's names.
@@ -82,7 +83,7 @@ type Instance struct {
 func NewInstance(name string) Instance {
 	return Instance{
 		Name:                name,
-		ID:                  randomUUID(),
+		ID:                  uuid.New(),
 		RegistrationTimeUTC: time.Now().UnixMilli(),
 		ServiceType:         Dynamic,
 	}
@@ -427,14 +428,4 @@ func (s *URISpec) UnmarshalJSON(data []byte) error {
 	}
 	s.Parts = w.Parts
 	return nil
-}
-
-// randomUUID returns a random (version 4) UUID, as Java's
-// UUID.randomUUID() makes Curator's instance ids.
-func randomUUID() string {
-	var b [16]byte
-	rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
