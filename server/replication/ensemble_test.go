@@ -333,13 +333,12 @@ func TestEnsembleSnapshotCatchUp(t *testing.T) {
 	}
 }
 
-// A follower that loses its connection to the leader calls an election at
-// once. The election timeout here is far longer than the test, so only
-// that can elect the new leader; the first leader is made the same way, by
-// handing member 1 the message a leader sends to hand over.
-func TestEnsembleLostLeaderElection(t *testing.T) {
-	r := newRouter(t)
-	vs := []uint64{1, 2, 3}
+// startWithoutTimeouts starts members vs whose election timeout is far
+// longer than any test, so that only a lost connection calls an election,
+// and makes member 1 leader by handing it the message a leader sends to
+// hand over.
+func startWithoutTimeouts(t *testing.T, r *router, vs []uint64) []*member {
+	t.Helper()
 	var ms []*member
 	for _, id := range vs {
 		m := &member{id: id, st: &memStorage{}, fsm: &sumFSM{}}
@@ -358,6 +357,17 @@ func TestEnsembleLostLeaderElection(t *testing.T) {
 	if lead := leaderOf(t, ms); lead.id != 1 {
 		t.Fatalf("member %d leads, want 1", lead.id)
 	}
+	return ms
+}
+
+// A follower that loses its connection to the leader calls an election at
+// once. The election timeout here is far longer than the test, so only
+// that can elect the new leader; the first leader is made the same way, by
+// handing member 1 the message a leader sends to hand over.
+func TestEnsembleLostLeaderElection(t *testing.T) {
+	r := newRouter(t)
+	vs := []uint64{1, 2, 3}
+	ms := startWithoutTimeouts(t, r, vs)
 	proposeAll(t, ms[1], 1, 10)
 	awaitApplied(t, ms, sumTo(1, 10), 10)
 
@@ -390,24 +400,7 @@ func TestEnsembleLostLeaderElection(t *testing.T) {
 func TestEnsembleElectionAfterALostCampaign(t *testing.T) {
 	r := newRouter(t)
 	vs := []uint64{1, 2, 3}
-	var ms []*member
-	for _, id := range vs {
-		m := &member{id: id, st: &memStorage{}, fsm: &sumFSM{}}
-		n, err := Start(Config{ID: id, Voters: vs, Transport: r.from(id),
-			TickInterval: 10 * time.Millisecond, ElectionTicks: 1 << 20, HeartbeatTicks: 1,
-			Storage: m.st, FSM: m.fsm})
-		if err != nil {
-			t.Fatal(err)
-		}
-		m.n = n
-		r.attach(id, n)
-		t.Cleanup(n.Stop)
-		ms = append(ms, m)
-	}
-	ms[0].n.Step(raftpb.Message{Type: raftpb.MsgTimeoutNow, From: 2, To: 1})
-	if lead := leaderOf(t, ms); lead.id != 1 {
-		t.Fatalf("member %d leads, want 1", lead.id)
-	}
+	ms := startWithoutTimeouts(t, r, vs)
 	// Member 3 misses entries the others commit.
 	r.isolate(3, vs, true)
 	proposeAll(t, ms[0], 1, 10)
