@@ -250,7 +250,7 @@ func TestEnsemblePartitionedLeader(t *testing.T) {
 	// While the majority elects a new leader, opening a session or writing
 	// may end the connection: try again.
 	waitFor(t, "a write through the majority", func() bool {
-		return tryCreate(other.Addr(), "/majority")
+		return zkwire.TryCreate(other.Addr(), "/majority")
 	})
 	// Raft's check-quorum makes a leader that hears from no majority step
 	// down.
@@ -364,24 +364,7 @@ func TestEnsembleQuorumLossStopsWrites(t *testing.T) {
 		t.Fatal("a write was acknowledged by one server of three")
 	}
 	servers[1].Restart()
-	waitFor(t, "a write with a quorum back", func() bool { return tryCreate(servers[1].Addr(), "/after") })
-}
-
-// tryCreate opens a session on addr and creates path through it, reporting
-// whether path exists afterwards; a connection that ends on the way (a
-// leader being elected) is a false.
-func tryCreate(addr, path string) bool {
-	c, err := zkwire.Dial(addr, 6000)
-	if err != nil {
-		return false
-	}
-	defer c.Close()
-	if c.TimeOut <= 0 {
-		return false
-	}
-	open := []proto.ACL{{Perms: proto.PermAll, ID: proto.ID{Scheme: "world", ID: "anyone"}}}
-	code, err := c.Do(proto.OpCreate, &proto.CreateRequest{Path: path, ACL: open}, &proto.CreateResponse{})
-	return err == nil && (code == proto.OK || code == proto.ErrNodeExists)
+	waitFor(t, "a write with a quorum back", func() bool { return zkwire.TryCreate(servers[1].Addr(), "/after") })
 }
 
 // resume reconnects the session of old to addr. While a leader is being
@@ -428,7 +411,7 @@ func TestEnsembleLeaderlessServerStopsServing(t *testing.T) {
 	}
 	e.Heal(fi)
 	waitFor(t, "the healed follower to serve again", func() bool { return fourLetter(t, f.Addr(), "isro") == "rw" })
-	waitFor(t, "a write through the healed follower", func() bool { return tryCreate(f.Addr(), "/back") })
+	waitFor(t, "a write through the healed follower", func() bool { return zkwire.TryCreate(f.Addr(), "/back") })
 }
 
 // startReadOnlyEnsemble starts three voters with readonlymode.enabled and

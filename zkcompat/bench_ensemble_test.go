@@ -11,7 +11,6 @@ import (
 	"github.com/collie-io/collie/internal/zkref"
 	"github.com/collie-io/collie/internal/zkwire"
 	"github.com/collie-io/collie/loadgen"
-	"github.com/collie-io/collie/proto"
 )
 
 // The ensemble comparison runs a three-server Collie ensemble and a
@@ -202,7 +201,7 @@ func benchFailover(t *testing.T, e *benchEnsemble) time.Duration {
 	deadline := killed.Add(time.Minute)
 	var took time.Duration
 	for i := 0; ; i++ {
-		if benchTryCreate(others[i%len(others)], path) {
+		if zkwire.TryCreate(others[i%len(others)], path) {
 			took = time.Since(killed)
 			break
 		}
@@ -217,22 +216,6 @@ func benchFailover(t *testing.T, e *benchEnsemble) time.Duration {
 		t.Fatalf("%s: server %d did not serve again: %v", e.name, lead+1, err)
 	}
 	return took
-}
-
-// benchTryCreate opens a session on addr and creates path; it reports
-// whether the server acknowledged it (or says it exists: an earlier
-// attempt whose reply was lost).
-func benchTryCreate(addr, path string) bool {
-	c, err := zkwire.Dial(addr, 6000)
-	if err != nil {
-		return false
-	}
-	defer c.Close()
-	if c.TimeOut <= 0 {
-		return false
-	}
-	code, err := c.Do(proto.OpCreate, &proto.CreateRequest{Path: path, ACL: zkwire.OpenACL}, &proto.CreateResponse{})
-	return err == nil && (code == proto.OK || code == proto.ErrNodeExists)
 }
 
 // benchCatchUp kills a follower of e, writes settings.nodes znodes and a

@@ -161,3 +161,20 @@ func (c *Conn) ExpectClosed() (int, error) {
 
 // OpenACL is world:anyone with every permission.
 var OpenACL = []proto.ACL{{Perms: proto.PermAll, ID: proto.ID{Scheme: "world", ID: "anyone"}}}
+
+// TryCreate opens a new session on addr and creates path as a persistent
+// node open to everyone. It reports whether the server acknowledged the
+// node, or said it exists (an earlier attempt whose reply was lost): a
+// probe of whether a server serves writes, to poll after a failure.
+func TryCreate(addr, path string) bool {
+	c, err := Dial(addr, 6000)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	if c.TimeOut <= 0 {
+		return false
+	}
+	code, err := c.Do(proto.OpCreate, &proto.CreateRequest{Path: path, ACL: OpenACL}, &proto.CreateResponse{})
+	return err == nil && (code == proto.OK || code == proto.ErrNodeExists)
+}
