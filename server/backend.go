@@ -97,6 +97,11 @@ func (s *Server) ResumeSession(ctx context.Context, c *conn.Conn, id int64, pass
 		c.Close()
 		return 0, false
 	}
+	// A wrong password is refused before any catching up: a client
+	// guessing costs no round trip to the leader.
+	if secret := s.sessionSecret(); secret != nil && !session.CheckPassword(secret, session.ID(id), passwd) {
+		return 0, false
+	}
 	s.mu.RLock()
 	sess, open := s.fsm.Session(id)
 	s.mu.RUnlock()
@@ -115,8 +120,8 @@ func (s *Server) ResumeSession(ctx context.Context, c *conn.Conn, id int64, pass
 		sess, open = s.fsm.Session(id)
 		s.mu.RUnlock()
 	}
-	// Checked once the session is known: its creation comes after the
-	// secret the password derives from.
+	// Checked again once the session is known, its creation coming after
+	// the secret the password derives from, for a server that had none.
 	if !open || !session.CheckPassword(s.sessionSecret(), session.ID(id), passwd) {
 		return 0, false
 	}

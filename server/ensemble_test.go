@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -679,4 +680,26 @@ func TestEnsembleSessionResumedOnALaggingServer(t *testing.T) {
 	if code := call(t, moved, proto.OpCreate, &proto.CreateRequest{Path: "/resumed", ACL: open}, &proto.CreateResponse{}); code != proto.OK {
 		t.Fatalf("create through the server the session moved to: %v", code)
 	}
+}
+
+// A resume with a wrong password is refused as an expired session, on a
+// server that knows the session and on one that does not know it yet;
+// the right password still resumes it.
+func TestEnsembleResumeWithWrongPassword(t *testing.T) {
+	e := collietest.StartEnsemble(t, 3, 0)
+	servers := e.Servers()
+	rc := dialRaw(t, servers[0].Addr(), 6000)
+	wrong := bytes.Clone(rc.Passwd)
+	wrong[0] ^= 1
+	for _, s := range servers {
+		c, err := zkwire.Handshake(s.Addr(), &proto.ConnectRequest{TimeOut: rc.TimeOut, SessionID: rc.Session, Passwd: wrong})
+		if err != nil {
+			t.Fatalf("server %s: no answer to a resume with a wrong password: %v", s.Addr(), err)
+		}
+		c.Close()
+		if c.TimeOut > 0 {
+			t.Fatalf("server %s resumed session %#x with a wrong password", s.Addr(), rc.Session)
+		}
+	}
+	resume(t, servers[1].Addr(), rc)
 }
