@@ -19,6 +19,23 @@ func (s *Server) expireSessions(ctx context.Context) {
 	defer t.Stop()
 	leading := s.node.IsLeader()
 	leader := s.node.Leader()
+	// observe acts on what the node says of the leader.
+	observe := func(now time.Time) {
+		if l := s.node.Leader(); l != leader {
+			if leader != 0 {
+				s.failWaiters(leader)
+			}
+			leader = l
+		}
+		s.checkLeaderless(now, leader)
+		wasLeading := leading
+		leading = s.node.IsLeader()
+		if leading && !wasLeading {
+			s.smu.Lock()
+			s.tracker.ResetAll(now)
+			s.smu.Unlock()
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -29,38 +46,14 @@ func (s *Server) expireSessions(ctx context.Context) {
 			// At once rather than at the next tick: requests waiting on a
 			// leader that is gone end now, and a new leader starts
 			// tracking sessions now.
-			now := time.Now()
-			if l := s.node.Leader(); l != leader {
-				if leader != 0 {
-					s.failWaiters(leader)
-				}
-				leader = l
-			}
-			s.checkLeaderless(now, leader)
-			if !leading && s.node.IsLeader() {
-				leading = true
-				s.smu.Lock()
-				s.tracker.ResetAll(now)
-				s.smu.Unlock()
-			}
+			observe(time.Now())
 		case now := <-t.C:
-			if l := s.node.Leader(); l != leader {
-				if leader != 0 {
-					s.failWaiters(leader)
-				}
-				leader = l
-			}
-			s.checkLeaderless(now, leader)
-			wasLeading := leading
-			leading = s.node.IsLeader()
+			observe(now)
 			if !leading {
 				s.reportTouches(leader)
 				continue
 			}
 			s.smu.Lock()
-			if !wasLeading {
-				s.tracker.ResetAll(now)
-			}
 			expired := s.tracker.Expired(now)
 			s.smu.Unlock()
 			for _, id := range expired {

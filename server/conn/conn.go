@@ -366,8 +366,9 @@ func (c *Conn) read() {
 	// Buffered, so a request usually costs one read system call, not one
 	// for its length and one for its body.
 	br := bufio.NewReaderSize(c.nc, 64<<10)
+	readOnly := c.readOnly.Load() // set by the handshake, before this
 	for {
-		if c.readOnly.Load() {
+		if readOnly {
 			// No leader expires a read-only session: a client silent for
 			// its whole timeout is gone, and so is the session.
 			c.nc.SetReadDeadline(time.Now().Add(c.timeout))
@@ -414,12 +415,12 @@ func (c *Conn) read() {
 			it.req = req
 		}
 		switch {
-		case c.readOnly.Load() && hdr.Type == proto.OpCloseSession:
+		case readOnly && hdr.Type == proto.OpCloseSession:
 			// A read-only session lives on this server alone: nothing to
 			// replicate, and nothing of it outlives the connection.
 			it.done = true
 			it.reply = Reply{Zxid: c.backend.LastZxid(), Close: true}
-		case c.readOnly.Load() && (isWrite(hdr.Type) || hdr.Type == proto.OpSync):
+		case readOnly && (isWrite(hdr.Type) || hdr.Type == proto.OpSync):
 			// As ZooKeeper's read-only server: no write, and no sync, which
 			// would need a leader.
 			it.done = true
