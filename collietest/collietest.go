@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/collie-io/collie/internal/freeport"
 	"github.com/collie-io/collie/server"
 	"github.com/collie-io/collie/server/config"
 )
@@ -72,12 +73,11 @@ func WithAdminServer() Option {
 }
 
 func freePort(tb testing.TB) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeport.Take()
 	if err != nil {
-		tb.Fatalf("collietest: find a free port: %v", err)
+		tb.Fatalf("collietest: %v", err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // Start starts a server and waits until it accepts clients.
@@ -195,14 +195,13 @@ func Serve() (addr string, stop func(), err error) {
 		os.RemoveAll(dir)
 		return "", nil, fmt.Errorf("collietest: serve: %w", err)
 	}
-	probe, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeport.Take()
 	if err != nil {
 		return fail(err)
 	}
 	cfg := config.Default()
 	cfg.DataDir, cfg.DataLogDir, cfg.AdminServerEnabled = dir, dir, false
-	cfg.ClientPortAddress, cfg.ClientPort = "127.0.0.1", probe.Addr().(*net.TCPAddr).Port
-	probe.Close()
+	cfg.ClientPortAddress, cfg.ClientPort = "127.0.0.1", port
 	srv, err := server.New(cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return fail(err)

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/collie-io/collie/internal/freeport"
 	"github.com/go-zookeeper/zk"
 )
 
@@ -74,15 +75,15 @@ func compileCollie() (string, error) {
 	return bin, nil
 }
 
-// freeLocalPort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// freeLocalPort returns a TCP port on 127.0.0.1 that was free a moment ago
+// and that no other caller in this test process was given.
 func freeLocalPort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeport.Take()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // serverProcess is a running collie binary.

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/collie-io/collie/internal/freeport"
 )
 
 const (
@@ -34,7 +36,7 @@ const (
 var errPortTaken = errors.New("client port already in use")
 
 // pickPort chooses the client port of each launch; tests replace it.
-var pickPort = freePort
+var pickPort = freeport.Take
 
 // An Option changes how Start configures and runs ZooKeeper.
 type Option func(*options)
@@ -285,16 +287,6 @@ func jvmArgs(dir, log4jPath, classpath, cfgPath, main string, o options) []strin
 	)
 	args = append(args, o.jvmArgs...)
 	return append(args, main, cfgPath)
-}
-
-// freePort returns a loopback TCP port that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // awaitServing polls the server until it serves, its JVM exits, or deadline

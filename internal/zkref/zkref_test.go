@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/collie-io/collie/internal/freeport"
 	"github.com/go-zookeeper/zk"
 )
 
@@ -132,9 +133,9 @@ func TestStartMovesToAnotherPortWhenItsPortIsTaken(t *testing.T) {
 		if picks == 1 {
 			return squatterPort, nil
 		}
-		return freePort()
+		return freeport.Take()
 	}
-	t.Cleanup(func() { pickPort = freePort })
+	t.Cleanup(func() { pickPort = freeport.Take })
 
 	s := Start(t)
 	if s.Addr() == squatter.Addr().String() {

@@ -1,0 +1,33 @@
+package freeport
+
+import (
+	"net"
+	"strconv"
+	"testing"
+)
+
+func TestTakeNeverRepeats(t *testing.T) {
+	seen := map[int]bool{}
+	for range 500 {
+		port, err := Take()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[port] {
+			t.Fatalf("port %d handed out twice", port)
+		}
+		seen[port] = true
+	}
+}
+
+func TestTakenPortIsFree(t *testing.T) {
+	port, err := Take()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		t.Fatalf("listen on the port Take returned: %v", err)
+	}
+	l.Close()
+}
