@@ -3,6 +3,7 @@ package replication
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -14,19 +15,22 @@ import (
 // router is an in-memory Transport between the nodes of a test ensemble.
 // Each node gets a queue and a goroutine that steps its messages in, so a
 // sender never waits for a receiver; a full queue drops, as a network
-// would. Links can be cut.
+// would. Links can be cut. It checks what raft promises its transport:
+// no member acknowledges entries or grants a vote before its storage holds
+// them.
 type router struct {
-	t     *testing.T
-	mu    sync.Mutex
-	nodes map[uint64]*Node
-	queue map[uint64]chan raftpb.Message
-	cut   map[[2]uint64]bool
-	wg    sync.WaitGroup
-	stop  chan struct{}
+	t      *testing.T
+	mu     sync.Mutex
+	nodes  map[uint64]*Node
+	stores map[uint64]*memStorage
+	queue  map[uint64]chan raftpb.Message
+	cut    map[[2]uint64]bool
+	wg     sync.WaitGroup
+	stop   chan struct{}
 }
 
 func newRouter(t *testing.T) *router {
-	r := &router{t: t, nodes: map[uint64]*Node{}, queue: map[uint64]chan raftpb.Message{},
+	r := &router{t: t, nodes: map[uint64]*Node{}, stores: map[uint64]*memStorage{}, queue: map[uint64]chan raftpb.Message{},
 		cut: map[[2]uint64]bool{}, stop: make(chan struct{})}
 	t.Cleanup(func() { close(r.stop); r.wg.Wait() })
 	return r
@@ -49,6 +53,7 @@ func (s routerSender) Send(msgs []raftpb.Message) {
 		return
 	}
 	for _, m := range msgs {
+		r.checkDurable(m)
 		q, ok := r.queue[m.To]
 		if !ok || r.cut[[2]uint64{s.id, m.To}] {
 			if n := r.nodes[s.id]; n != nil {
@@ -72,11 +77,33 @@ func (s routerSender) Send(msgs []raftpb.Message) {
 	}
 }
 
-// attach makes n reachable as member id.
-func (r *router) attach(id uint64, n *Node) {
+// checkDurable fails the test when m promises what its sender has not
+// stored yet.
+func (r *router) checkDurable(m raftpb.Message) {
+	st := r.stores[m.From]
+	if st == nil || m.Reject {
+		return
+	}
+	switch m.Type {
+	case raftpb.MsgAppResp:
+		if stored := st.durableIndex(); stored < m.Index {
+			r.t.Errorf("member %d acknowledged index %d with only %d stored", m.From, m.Index, stored)
+		}
+	case raftpb.MsgVoteResp:
+		st.mu.Lock()
+		hs := st.st
+		st.mu.Unlock()
+		if hs.Term < m.Term || hs.Vote != m.To {
+			r.t.Errorf("member %d voted for %d in term %d with term %d, vote %d stored", m.From, m.To, m.Term, hs.Term, hs.Vote)
+		}
+	}
+}
+
+// attach makes n, whose storage is st, reachable as member id.
+func (r *router) attach(id uint64, n *Node, st *memStorage) {
 	q := make(chan raftpb.Message, 4096)
 	r.mu.Lock()
-	r.nodes[id], r.queue[id] = n, q
+	r.nodes[id], r.stores[id], r.queue[id] = n, st, q
 	r.mu.Unlock()
 	r.wg.Go(func() {
 		for {
@@ -156,7 +183,7 @@ func startMember(t *testing.T, r *router, m *member, vs, ls []uint64, snapCount 
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.attach(m.id, n)
+	r.attach(m.id, n, m.st)
 	t.Cleanup(n.Stop)
 	return n
 }
@@ -349,7 +376,7 @@ func startWithoutTimeouts(t *testing.T, r *router, vs []uint64) []*member {
 			t.Fatal(err)
 		}
 		m.n = n
-		r.attach(id, n)
+		r.attach(id, n, m.st)
 		t.Cleanup(n.Stop)
 		ms = append(ms, m)
 	}
@@ -460,4 +487,59 @@ func needsSnapshot(t *testing.T, lead, lagging *member) {
 	if last, _ := lagging.st.lastIndex(); first <= last+1 {
 		t.Fatalf("leader's log starts at %d, lagging member has up to %d: no snapshot needed", first, last)
 	}
+}
+
+// The leader sends new entries to the followers before it writes them
+// itself, so that the writes on all disks overlap: while the leader's
+// write is held, the followers store the entry. (No member calls an
+// election while the leader's loop waits for its disk.)
+func TestLeaderReplicatesBeforeItsOwnWrite(t *testing.T) {
+	r := newRouter(t)
+	ms := startWithoutTimeouts(t, r, []uint64{1, 2, 3})
+	lead := ms[0]
+	proposeAll(t, lead, 1, 10)
+	awaitApplied(t, ms, sumTo(1, 10), 10)
+	target := lead.st.durableIndex() + 1
+
+	g := &gate{make(chan struct{}), make(chan struct{})}
+	lead.st.gate.Store(g)
+	release := sync.OnceFunc(func() { lead.st.gate.Store(nil); close(g.release) })
+	defer release() // also when the test fails: the node stops only once its write ends
+	propose(lead.n, 11)
+	<-g.blocked // the leader's own write of entry 11 is under way
+	for _, m := range ms {
+		if m != lead {
+			waitFor(t, fmt.Sprintf("member %d storing index %d", m.id, target), func() bool {
+				return m.st.durableIndex() >= target
+			})
+		}
+	}
+	release()
+	awaitApplied(t, ms, sumTo(1, 11), 11)
+}
+
+// A follower that learns of an entry together with its commit applies it
+// without waiting for its own write: the entry is on a quorum's disks.
+func TestFollowerAppliesCommittedEntryBeforeItsOwnWrite(t *testing.T) {
+	r := newRouter(t)
+	ids := []uint64{1, 2, 3}
+	ms := startWithoutTimeouts(t, r, ids)
+	lead, f := ms[0], ms[1]
+	proposeAll(t, lead, 1, 5)
+	awaitApplied(t, ms, sumTo(1, 5), 5)
+
+	// Committed by the leader and member 3 while member 2 is cut off.
+	r.isolate(f.id, ids, true)
+	proposeAll(t, lead, 6, 6)
+	awaitApplied(t, []*member{lead, ms[2]}, sumTo(1, 6), 6)
+
+	g := &gate{make(chan struct{}), make(chan struct{})}
+	f.st.gate.Store(g)
+	release := sync.OnceFunc(func() { f.st.gate.Store(nil); close(g.release) })
+	defer release() // also when the test fails: the node stops only once its write ends
+	r.isolate(f.id, ids, false)
+	<-g.blocked // member 2 writes entry 6, which it knows to be committed
+	waitFor(t, "member 2 applying 6 while it writes it", func() bool { return f.fsm.appliedAll(6, 6) })
+	release()
+	awaitApplied(t, ms, sumTo(1, 6), 6)
 }

@@ -743,67 +743,31 @@ func (n *Node) handleReady(rd raft.Ready) error {
 			n.log.Info("elected leader", "id", n.cfg.ID, "term", n.rn.Status().Term)
 		}
 	}
-	// A snapshot without data was written by ReceiveSnapshot as it
-	// arrived: it only needs its mark in the log.
-	streamed := !raft.IsEmptySnap(rd.Snapshot) && len(rd.Snapshot.Data) == 0
-	switch {
-	case streamed:
-		if err := n.cfg.Storage.MarkSnapshot(rd.Snapshot.Metadata); err != nil {
-			return fmt.Errorf("mark received snapshot: %w", err)
+	// Messages that do not answer for this node's log (a leader's appends
+	// and heartbeats above all) go out before the fsync, so the followers
+	// write to their disks while the leader writes to its own (raft thesis
+	// §10.2.1): raft counts the leader's own copy of an entry only once
+	// Advance says it is durable. Acknowledgements and votes wait for it.
+	now, afterSave := splitBySave(rd.Messages)
+	n.send(now)
+	if raft.IsEmptySnap(rd.Snapshot) {
+		// Committed entries are on the disks of a quorum already, if not
+		// yet all on this one's (a follower often learns that an entry is
+		// committed with the entry itself): the clients waiting for them
+		// are answered before this node's own write, not after it.
+		if err := n.apply(rd.CommittedEntries); err != nil {
+			return err
 		}
-	case !raft.IsEmptySnap(rd.Snapshot):
-		if err := n.cfg.Storage.SaveSnapshot(rd.Snapshot); err != nil {
-			return fmt.Errorf("save received snapshot: %w", err)
+		if err := n.cfg.Storage.Save(rd.HardState, rd.Entries); err != nil {
+			return fmt.Errorf("save log: %w", err)
 		}
+		if err := n.mem.Append(rd.Entries); err != nil {
+			return fmt.Errorf("append to raft log: %w", err)
+		}
+	} else if err := n.installSnapshot(rd); err != nil {
+		return err
 	}
-	if err := n.cfg.Storage.Save(rd.HardState, rd.Entries); err != nil {
-		return fmt.Errorf("save log: %w", err)
-	}
-	if !raft.IsEmptySnap(rd.Snapshot) {
-		if err := n.restore(rd.Snapshot, streamed); err != nil {
-			return fmt.Errorf("restore snapshot: %w", err)
-		}
-		// The in-memory log keeps the metadata only; the data, possibly
-		// hundreds of megabytes, is now in the state machine and on disk.
-		if err := n.mem.ApplySnapshot(raftpb.Snapshot{Metadata: rd.Snapshot.Metadata}); err != nil {
-			return fmt.Errorf("apply snapshot to raft log: %w", err)
-		}
-		n.applied = rd.Snapshot.Metadata.Index
-		n.snapIndex = rd.Snapshot.Metadata.Index
-		n.conf = rd.Snapshot.Metadata.ConfState
-	}
-	if err := n.mem.Append(rd.Entries); err != nil {
-		return fmt.Errorf("append to raft log: %w", err)
-	}
-	// Messages to peers go out after the local append, as raft requires.
-	// A standalone node has none.
-	n.send(rd.Messages)
-	if len(rd.CommittedEntries) > 0 {
-		for _, e := range rd.CommittedEntries {
-			if e.Type == raftpb.EntryConfChange || e.Type == raftpb.EntryConfChangeV2 {
-				var cc raftpb.ConfChangeI
-				if e.Type == raftpb.EntryConfChange {
-					var c raftpb.ConfChange
-					if err := c.Unmarshal(e.Data); err != nil {
-						return fmt.Errorf("decode conf change at %d: %w", e.Index, err)
-					}
-					cc = c
-				} else {
-					var c raftpb.ConfChangeV2
-					if err := c.Unmarshal(e.Data); err != nil {
-						return fmt.Errorf("decode conf change at %d: %w", e.Index, err)
-					}
-					cc = c
-				}
-				n.conf = *n.rn.ApplyConfChange(cc)
-			}
-		}
-		n.cfg.FSM.Apply(rd.CommittedEntries)
-		n.applied = rd.CommittedEntries[len(rd.CommittedEntries)-1].Index
-		for _, e := range rd.CommittedEntries {
-			n.appliedBytes += uint64(len(e.Data))
-		}
-	}
+	n.send(afterSave)
 	for _, rs := range rd.ReadStates {
 		if batch, ok := n.pendingReads[string(rs.RequestCtx)]; ok {
 			delete(n.pendingReads, string(rs.RequestCtx))
@@ -830,6 +794,115 @@ func (n *Node) handleReady(rd raft.Ready) error {
 	return nil
 }
 
+// installSnapshot saves and installs the snapshot of rd, with rd's log
+// entries, and applies rd's committed entries, which follow the snapshot.
+func (n *Node) installSnapshot(rd raft.Ready) error {
+	// A snapshot without data was written by ReceiveSnapshot as it
+	// arrived: it only needs its mark in the log.
+	streamed := len(rd.Snapshot.Data) == 0
+	if streamed {
+		if err := n.cfg.Storage.MarkSnapshot(rd.Snapshot.Metadata); err != nil {
+			return fmt.Errorf("mark received snapshot: %w", err)
+		}
+	} else if err := n.cfg.Storage.SaveSnapshot(rd.Snapshot); err != nil {
+		return fmt.Errorf("save received snapshot: %w", err)
+	}
+	if err := n.cfg.Storage.Save(rd.HardState, rd.Entries); err != nil {
+		return fmt.Errorf("save log: %w", err)
+	}
+	if err := n.restore(rd.Snapshot, streamed); err != nil {
+		return fmt.Errorf("restore snapshot: %w", err)
+	}
+	// The in-memory log keeps the metadata only; the data, possibly
+	// hundreds of megabytes, is now in the state machine and on disk.
+	if err := n.mem.ApplySnapshot(raftpb.Snapshot{Metadata: rd.Snapshot.Metadata}); err != nil {
+		return fmt.Errorf("apply snapshot to raft log: %w", err)
+	}
+	n.applied = rd.Snapshot.Metadata.Index
+	n.snapIndex = rd.Snapshot.Metadata.Index
+	n.conf = rd.Snapshot.Metadata.ConfState
+	if err := n.mem.Append(rd.Entries); err != nil {
+		return fmt.Errorf("append to raft log: %w", err)
+	}
+	return n.apply(rd.CommittedEntries)
+}
+
+// apply hands committed entries to the state machine, and configuration
+// changes to raft.
+func (n *Node) apply(ents []raftpb.Entry) error {
+	if len(ents) == 0 {
+		return nil
+	}
+	for _, e := range ents {
+		if e.Type == raftpb.EntryConfChange || e.Type == raftpb.EntryConfChangeV2 {
+			var cc raftpb.ConfChangeI
+			if e.Type == raftpb.EntryConfChange {
+				var c raftpb.ConfChange
+				if err := c.Unmarshal(e.Data); err != nil {
+					return fmt.Errorf("decode conf change at %d: %w", e.Index, err)
+				}
+				cc = c
+			} else {
+				var c raftpb.ConfChangeV2
+				if err := c.Unmarshal(e.Data); err != nil {
+					return fmt.Errorf("decode conf change at %d: %w", e.Index, err)
+				}
+				cc = c
+			}
+			n.conf = *n.rn.ApplyConfChange(cc)
+		}
+	}
+	n.cfg.FSM.Apply(ents)
+	n.applied = ents[len(ents)-1].Index
+	for _, e := range ents {
+		n.appliedBytes += uint64(len(e.Data))
+	}
+	return nil
+}
+
+// splitBySave separates the messages that may be sent at once from those
+// raft holds back until the state of their Ready is durable: a member's
+// acknowledgement of entries and its votes promise what is on its disk.
+// A leader's Ready holds no message of the second kind, a follower's
+// mostly those: only a mix is copied.
+func splitBySave(msgs []raftpb.Message) (now, afterSave []raftpb.Message) {
+	held := func(m raftpb.Message) bool {
+		switch m.Type {
+		case raftpb.MsgAppResp, raftpb.MsgVoteResp, raftpb.MsgPreVoteResp:
+			return true
+		}
+		return false
+	}
+	switch k := countFunc(msgs, held); k {
+	case 0:
+		return msgs, nil
+	case len(msgs):
+		return nil, msgs
+	default:
+		now = make([]raftpb.Message, 0, len(msgs)-k)
+		afterSave = make([]raftpb.Message, 0, k)
+	}
+	for _, m := range msgs {
+		if held(m) {
+			afterSave = append(afterSave, m)
+		} else {
+			now = append(now, m)
+		}
+	}
+	return now, afterSave
+}
+
+// countFunc counts the elements of s for which f is true.
+func countFunc[T any](s []T, f func(T) bool) int {
+	n := 0
+	for _, v := range s {
+		if f(v) {
+			n++
+		}
+	}
+	return n
+}
+
 // send hands messages to the transport. A snapshot message leaves raft
 // with the metadata only: its data is read from the snapshot file on a
 // goroutine of its own, so the loop never waits for hundreds of megabytes.
@@ -837,10 +910,12 @@ func (n *Node) send(msgs []raftpb.Message) {
 	if len(msgs) == 0 || n.cfg.Transport == nil {
 		return
 	}
-	out := msgs[:0:0]
+	out := msgs
+	if slices.ContainsFunc(msgs, isSnap) {
+		out = slices.DeleteFunc(slices.Clone(msgs), isSnap)
+	}
 	for _, m := range msgs {
-		if m.Type != raftpb.MsgSnap {
-			out = append(out, m)
+		if !isSnap(m) {
 			continue
 		}
 		n.sendWG.Go(func() {
@@ -854,6 +929,8 @@ func (n *Node) send(msgs []raftpb.Message) {
 		n.cfg.Transport.Send(out)
 	}
 }
+
+func isSnap(m raftpb.Message) bool { return m.Type == raftpb.MsgSnap }
 
 // sendSnapshot sends m with the data of its snapshot file: streamed from
 // the file when the transport can, read whole into m otherwise.

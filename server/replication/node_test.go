@@ -128,6 +128,18 @@ func (m *memStorage) lastIndex() (uint64, bool) {
 	return m.ents[len(m.ents)-1].Index, true
 }
 
+// durableIndex is the last index the storage holds, in its log or in its
+// snapshot.
+func (m *memStorage) durableIndex() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	index := m.snap.Metadata.Index
+	if len(m.ents) > 0 {
+		index = max(index, m.ents[len(m.ents)-1].Index)
+	}
+	return index
+}
+
 func (m *memStorage) snapIndex() uint64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
