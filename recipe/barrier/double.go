@@ -146,6 +146,9 @@ func (b *DoubleBarrier) awaitReady(ctx context.Context) error {
 			return err
 		}
 		if exists {
+			// Created since the children were read: the watch just set
+			// would stay on "ready" until it changes.
+			b.unwatch(ctx, ready)
 			return nil
 		}
 		select {
