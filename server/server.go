@@ -45,7 +45,8 @@ type Server struct {
 	secretSet    chan struct{}
 	secretOnce   sync.Once
 
-	// mu guards fsm. The raft goroutine writes; connections read.
+	// mu guards fsm. The replication apply goroutine writes; connections
+	// read.
 	mu  sync.RWMutex
 	fsm *fsm.FSM
 

@@ -3,21 +3,27 @@
 // proposals, and the order in which a Ready is made durable, applied and
 // acknowledged.
 //
-// One goroutine, run, owns the RawNode. Every Ready is handled in the order
-// that survives a crash at any instant (as etcd's raftexample):
+// One goroutine, run, owns the RawNode; raft's storage writes are
+// asynchronous (raft.Config.AsyncStorageWrites), so run never waits for a
+// disk. It sends each Ready's messages to the other members at once (a
+// leader's new entries reach the followers while it writes them itself)
+// and hands the rest, in raft's order, to two goroutines:
 //
-//  1. a received snapshot is written to disk, then its WAL marker;
-//  2. the hard state and new entries are appended to the WAL with one fsync
-//     (every proposal queued at that moment rides on it: group commit);
-//  3. the entries are appended to the in-memory raft log, and messages sent;
-//  4. committed entries are handed to Apply, in log order;
-//  5. every SnapCount applied entries the state machine freezes its state
-//     and encodes it on another goroutine while applying goes on; when the
-//     encoding is done, run writes the snapshot and compacts the log;
-//  6. Advance.
+//   - appendLoop makes log appends durable: the hard state and entries of
+//     every append queued while the previous fsync ran share the next one
+//     (group commit), then the entries join the in-memory log raft reads,
+//     and only then go the answers that promise them (acknowledgements,
+//     votes, and the note to run that they are stable). A received
+//     snapshot is written, then its WAL marker, then restored.
+//   - applyLoop hands committed entries to Apply in log order, restores
+//     received snapshots in their turn, answers the reads waiting for an
+//     index, and every SnapCount entries has the state machine freeze its
+//     state, which another goroutine encodes to a file while applying goes
+//     on; appendLoop then records the file in the log, after the entries
+//     and commit index it covers, and compacts the log.
 //
-// A write is acknowledged to its client from Apply, so only after the fsync
-// of step 2 on a quorum.
+// A write is acknowledged to its client from Apply, so only after its
+// fsync on a quorum.
 //
 // # Ensembles
 //

@@ -8,10 +8,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/raft/v3"
@@ -112,11 +112,10 @@ type Config struct {
 
 // Node is a running raft member.
 type Node struct {
-	cfg  Config
-	log  *slog.Logger
-	rn   *raft.RawNode
-	mem  *raft.MemoryStorage
-	conf raftpb.ConfState
+	cfg Config
+	log *slog.Logger
+	rn  *raft.RawNode
+	mem *raft.MemoryStorage
 
 	propc   chan proposal
 	readc   chan readRequest
@@ -132,30 +131,46 @@ type Node struct {
 	exited        chan struct{} // closed once run reads no more, before donec
 
 	// Owned by run.
-	applied   uint64
-	snapIndex uint64
 	// pendingReads are the reads waiting for the ReadIndex of their batch,
 	// by the batch's request context.
 	pendingReads map[string][]readRequest
 	readSeq      uint64
 	wasLeader    bool
 	knewLeader   bool
-	waiting      []waitingRead
+
+	// Raft's storage writes are asynchronous: run hands log appends to
+	// appendLoop and committed entries to applyLoop, and steps what they
+	// answer (localq) when they are done.
+	appendq     *fifo[appendTask]
+	applyq      *fifo[applyTask]
+	localq      *fifo[raftpb.Message]
+	confc       chan confRequest
+	storageErr  chan error
+	storageStop chan struct{}
+	storageWG   sync.WaitGroup
+	// inline is set while Start drives raft itself, before the goroutines.
+	inline bool
+
+	// Owned by applyLoop (by Start before it).
+	applied     uint64
+	appliedTerm uint64
+	conf        raftpb.ConfState
+	waiting     []waitingRead
 	// appliedBytes counts entry bytes applied since the log was last
 	// trimmed.
 	appliedBytes uint64
 
-	// snapc receives the snapshot being encoded; snapping is set while
-	// one is (owned by run).
-	snapc    chan snapResult
-	snapping bool
-	snapAt   uint64 // the index of the snapshot being encoded
-	snapWG   sync.WaitGroup
+	// snapIndex is the newest snapshot's index; snapping is set while a
+	// snapshot of the state at snapAt is being encoded.
+	snapIndex atomic.Uint64
+	snapping  atomic.Bool
+	snapAt    atomic.Uint64
+	snapWG    sync.WaitGroup
 	// sendWG counts the goroutines reading a snapshot to send.
 	sendWG sync.WaitGroup
 	// wantSnapshot is set when raft needed a snapshot to catch a member
 	// up and the newest one is older than the in-memory log.
-	wantSnapshot bool
+	wantSnapshot atomic.Bool
 	// suspect is the leader whose connection broke, while this follower
 	// waits suspectTimer before calling an election (0 when none).
 	suspect      uint64
@@ -212,7 +227,12 @@ func Start(cfg Config) (*Node, error) {
 		leaderChanged: make(chan struct{}, 1),
 		exited:        make(chan struct{}),
 		pendingReads:  make(map[string][]readRequest),
-		snapc:         make(chan snapResult, 1),
+		appendq:       newFIFO[appendTask](),
+		applyq:        newFIFO[applyTask](),
+		localq:        newFIFO[raftpb.Message](),
+		confc:         make(chan confRequest),
+		storageErr:    make(chan error, 2),
+		storageStop:   make(chan struct{}),
 	}
 	meta, data, err := cfg.Storage.LoadSnapshot()
 	if err != nil {
@@ -265,8 +285,8 @@ func Start(cfg Config) (*Node, error) {
 		if err := n.mem.ApplySnapshot(raftpb.Snapshot{Metadata: meta}); err != nil {
 			return nil, fmt.Errorf("replication: %w", err)
 		}
-		n.applied = meta.Index
-		n.snapIndex = meta.Index
+		n.applied, n.appliedTerm = meta.Index, meta.Term
+		n.snapIndex.Store(meta.Index)
 		n.conf = meta.ConfState
 	}
 	if !raft.IsEmptyHardState(st) {
@@ -281,13 +301,14 @@ func Start(cfg Config) (*Node, error) {
 		ID:                        cfg.ID,
 		ElectionTick:              cfg.ElectionTicks,
 		HeartbeatTick:             cfg.HeartbeatTicks,
-		Storage:                   raftLog{n.mem, &n.wantSnapshot},
+		Storage:                   raftLog{n.mem, n.snapshotWanted},
 		Applied:                   n.applied,
 		MaxSizePerMsg:             1 << 20,
 		MaxCommittedSizePerReady:  64 << 20,
 		MaxUncommittedEntriesSize: 1 << 30,
 		MaxInflightMsgs:           256,
 		CheckQuorum:               true,
+		AsyncStorageWrites:        true,
 		PreVote:                   true,
 		Logger:                    newRaftLogger(cfg.Logger),
 	}
@@ -310,17 +331,58 @@ func Start(cfg Config) (*Node, error) {
 		// than after an election timeout. Raft refuses to campaign while
 		// committed configuration changes (the bootstrap's, or replayed
 		// ones) are unapplied, so apply what is ready first.
-		for rn.HasReady() {
-			if err := n.handleReady(rn.Ready()); err != nil {
-				return nil, fmt.Errorf("replication: replay: %w", err)
-			}
+		if err := n.settle(); err != nil {
+			return nil, fmt.Errorf("replication: replay: %w", err)
 		}
 		if err := rn.Campaign(); err != nil {
 			return nil, fmt.Errorf("replication: campaign: %w", err)
 		}
 	}
+	n.storageWG.Go(n.appendLoop)
+	n.storageWG.Go(n.applyLoop)
 	go n.run()
 	return n, nil
+}
+
+// settle drives raft until it has nothing left to do, doing the storage
+// work on this goroutine. Start uses it before the goroutines run, to
+// replay a server's own log.
+func (n *Node) settle() error {
+	n.inline = true
+	defer func() { n.inline = false }()
+	for {
+		for n.rn.HasReady() {
+			n.dispatch(n.rn.Ready())
+		}
+		appends, applies := n.appendq.take(), n.applyq.take()
+		for _, t := range appends {
+			if t.msg.Snapshot != nil {
+				return errors.New("a snapshot to install while replaying")
+			}
+		}
+		if err := n.appendAll(appends); err != nil {
+			return err
+		}
+		if err := n.applyAll(applies); err != nil {
+			return err
+		}
+		local := n.localq.take()
+		if len(appends)+len(applies)+len(local) == 0 {
+			return nil
+		}
+		for _, m := range local {
+			if err := n.rn.Step(m); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// snapshotWanted is called by raft, in run, when a member needs a snapshot
+// newer than the newest.
+func (n *Node) snapshotWanted() {
+	n.wantSnapshot.Store(true)
+	n.applyq.push(applyTask{})
 }
 
 // Propose hands data to raft. It does not wait for the entry to commit:
@@ -523,6 +585,9 @@ func (n *Node) run() {
 	// result is dropped) before the storage closes.
 	defer n.snapWG.Wait()
 	defer n.sendWG.Wait()
+	// The storage goroutines finish what they are writing, and stop.
+	defer n.storageWG.Wait()
+	defer close(n.storageStop)
 	defer close(n.exited)
 	ticker := time.NewTicker(n.cfg.TickInterval)
 	defer ticker.Stop()
@@ -547,13 +612,19 @@ func (n *Node) run() {
 					break drain
 				}
 			}
-		case r := <-n.snapc:
-			if err := n.saveSnapshot(r); err != nil {
-				n.log.Error("replication stopped", "err", err)
-				n.fail(err)
-				n.failPending(err)
-				return
+		case <-n.localq.ready:
+			for _, m := range n.localq.take() {
+				if err := n.rn.Step(m); err != nil {
+					n.log.Debug("dropped a storage response", "type", m.Type, "err", err)
+				}
 			}
+		case c := <-n.confc:
+			c.done <- *n.rn.ApplyConfChange(c.cc)
+		case err := <-n.storageErr:
+			n.log.Error("replication stopped", "err", err)
+			n.fail(err)
+			n.failPending(err)
+			return
 		case m := <-n.recvc:
 			n.step(m)
 			// Take every message already queued before the next Ready.
@@ -599,12 +670,7 @@ func (n *Node) run() {
 		}
 		dropped = dropped[:0]
 		for n.rn.HasReady() {
-			if err := n.handleReady(n.rn.Ready()); err != nil {
-				n.log.Error("replication stopped", "err", err)
-				n.fail(err)
-				n.failPending(err)
-				return
-			}
+			n.dispatch(n.rn.Ready())
 		}
 	}
 }
@@ -715,13 +781,10 @@ func (n *Node) failPending(err error) {
 		}
 		delete(n.pendingReads, k)
 	}
-	for _, w := range n.waiting {
-		w.r.done(0, err)
-	}
-	n.waiting = nil
+	// applyLoop fails the reads it holds when it stops.
 }
 
-func (n *Node) handleReady(rd raft.Ready) error {
+func (n *Node) dispatch(rd raft.Ready) {
 	if rd.SoftState != nil {
 		n.mu.Lock()
 		changed := n.lead != rd.SoftState.Lead
@@ -743,164 +806,32 @@ func (n *Node) handleReady(rd raft.Ready) error {
 			n.log.Info("elected leader", "id", n.cfg.ID, "term", n.rn.Status().Term)
 		}
 	}
-	// Messages that do not answer for this node's log (a leader's appends
-	// and heartbeats above all) go out before the fsync, so the followers
-	// write to their disks while the leader writes to its own (raft thesis
-	// §10.2.1): raft counts the leader's own copy of an entry only once
-	// Advance says it is durable. Acknowledgements and votes wait for it.
-	now, afterSave := splitBySave(rd.Messages)
-	n.send(now)
-	if raft.IsEmptySnap(rd.Snapshot) {
-		// Committed entries are on the disks of a quorum already, if not
-		// yet all on this one's (a follower often learns that an entry is
-		// committed with the entry itself): the clients waiting for them
-		// are answered before this node's own write, not after it.
-		if err := n.apply(rd.CommittedEntries); err != nil {
-			return err
-		}
-		if err := n.cfg.Storage.Save(rd.HardState, rd.Entries); err != nil {
-			return fmt.Errorf("save log: %w", err)
-		}
-		if err := n.mem.Append(rd.Entries); err != nil {
-			return fmt.Errorf("append to raft log: %w", err)
-		}
-	} else if err := n.installSnapshot(rd); err != nil {
-		return err
+	// Storage work goes to the storage goroutines, in raft's order (the
+	// append of a Ready before the apply); the messages to other members
+	// go out now: a leader's appends reach the followers while it writes
+	// them itself (raft thesis §10.2.1). What must wait for a write
+	// (acknowledgements, votes) is in the storage message's responses.
+	peers := rd.Messages
+	for len(peers) > 0 && raft.IsLocalMsgTarget(peers[len(peers)-1].To) {
+		peers = peers[:len(peers)-1]
 	}
-	n.send(afterSave)
+	n.send(peers)
+	for _, m := range rd.Messages[len(peers):] {
+		switch m.To {
+		case raft.LocalAppendThread:
+			n.appendq.push(appendTask{msg: m})
+		case raft.LocalApplyThread:
+			n.applyq.push(applyTask{msg: m})
+		}
+	}
 	for _, rs := range rd.ReadStates {
 		if batch, ok := n.pendingReads[string(rs.RequestCtx)]; ok {
 			delete(n.pendingReads, string(rs.RequestCtx))
 			// The reads may be answered once everything committed when
-			// they arrived (rs.Index) is applied; a later Ready may bring
-			// those entries.
-			for _, r := range batch {
-				if n.applied >= rs.Index {
-					r.done(rs.Index, nil)
-				} else {
-					n.waitApplied(rs.Index, r)
-				}
-			}
+			// they arrived (rs.Index) is applied.
+			n.applyq.push(applyTask{reads: batch, index: rs.Index})
 		}
 	}
-	n.releaseWaitingReads()
-	if err := n.maybeSnapshot(); err != nil {
-		return err
-	}
-	if err := n.trimLog(); err != nil {
-		return err
-	}
-	n.rn.Advance(rd)
-	return nil
-}
-
-// installSnapshot saves and installs the snapshot of rd, with rd's log
-// entries, and applies rd's committed entries, which follow the snapshot.
-func (n *Node) installSnapshot(rd raft.Ready) error {
-	// A snapshot without data was written by ReceiveSnapshot as it
-	// arrived: it only needs its mark in the log.
-	streamed := len(rd.Snapshot.Data) == 0
-	if streamed {
-		if err := n.cfg.Storage.MarkSnapshot(rd.Snapshot.Metadata); err != nil {
-			return fmt.Errorf("mark received snapshot: %w", err)
-		}
-	} else if err := n.cfg.Storage.SaveSnapshot(rd.Snapshot); err != nil {
-		return fmt.Errorf("save received snapshot: %w", err)
-	}
-	if err := n.cfg.Storage.Save(rd.HardState, rd.Entries); err != nil {
-		return fmt.Errorf("save log: %w", err)
-	}
-	if err := n.restore(rd.Snapshot, streamed); err != nil {
-		return fmt.Errorf("restore snapshot: %w", err)
-	}
-	// The in-memory log keeps the metadata only; the data, possibly
-	// hundreds of megabytes, is now in the state machine and on disk.
-	if err := n.mem.ApplySnapshot(raftpb.Snapshot{Metadata: rd.Snapshot.Metadata}); err != nil {
-		return fmt.Errorf("apply snapshot to raft log: %w", err)
-	}
-	n.applied = rd.Snapshot.Metadata.Index
-	n.snapIndex = rd.Snapshot.Metadata.Index
-	n.conf = rd.Snapshot.Metadata.ConfState
-	if err := n.mem.Append(rd.Entries); err != nil {
-		return fmt.Errorf("append to raft log: %w", err)
-	}
-	return n.apply(rd.CommittedEntries)
-}
-
-// apply hands committed entries to the state machine, and configuration
-// changes to raft.
-func (n *Node) apply(ents []raftpb.Entry) error {
-	if len(ents) == 0 {
-		return nil
-	}
-	for _, e := range ents {
-		if e.Type == raftpb.EntryConfChange || e.Type == raftpb.EntryConfChangeV2 {
-			var cc raftpb.ConfChangeI
-			if e.Type == raftpb.EntryConfChange {
-				var c raftpb.ConfChange
-				if err := c.Unmarshal(e.Data); err != nil {
-					return fmt.Errorf("decode conf change at %d: %w", e.Index, err)
-				}
-				cc = c
-			} else {
-				var c raftpb.ConfChangeV2
-				if err := c.Unmarshal(e.Data); err != nil {
-					return fmt.Errorf("decode conf change at %d: %w", e.Index, err)
-				}
-				cc = c
-			}
-			n.conf = *n.rn.ApplyConfChange(cc)
-		}
-	}
-	n.cfg.FSM.Apply(ents)
-	n.applied = ents[len(ents)-1].Index
-	for _, e := range ents {
-		n.appliedBytes += uint64(len(e.Data))
-	}
-	return nil
-}
-
-// splitBySave separates the messages that may be sent at once from those
-// raft holds back until the state of their Ready is durable: a member's
-// acknowledgement of entries and its votes promise what is on its disk.
-// A leader's Ready holds no message of the second kind, a follower's
-// mostly those: only a mix is copied.
-func splitBySave(msgs []raftpb.Message) (now, afterSave []raftpb.Message) {
-	held := func(m raftpb.Message) bool {
-		switch m.Type {
-		case raftpb.MsgAppResp, raftpb.MsgVoteResp, raftpb.MsgPreVoteResp:
-			return true
-		}
-		return false
-	}
-	switch k := countFunc(msgs, held); k {
-	case 0:
-		return msgs, nil
-	case len(msgs):
-		return nil, msgs
-	default:
-		now = make([]raftpb.Message, 0, len(msgs)-k)
-		afterSave = make([]raftpb.Message, 0, k)
-	}
-	for _, m := range msgs {
-		if held(m) {
-			afterSave = append(afterSave, m)
-		} else {
-			now = append(now, m)
-		}
-	}
-	return now, afterSave
-}
-
-// countFunc counts the elements of s for which f is true.
-func countFunc[T any](s []T, f func(T) bool) int {
-	n := 0
-	for _, v := range s {
-		if f(v) {
-			n++
-		}
-	}
-	return n
 }
 
 // send hands messages to the transport. A snapshot message leaves raft
@@ -985,172 +916,4 @@ func (n *Node) restore(snap raftpb.Snapshot, streamed bool) error {
 	}
 	defer r.Close()
 	return n.cfg.FSM.Restore(r)
-}
-
-// waitingRead is a read whose index is committed but not yet applied.
-type waitingRead struct {
-	index uint64
-	r     readRequest
-}
-
-func (n *Node) waitApplied(index uint64, r readRequest) {
-	n.waiting = append(n.waiting, waitingRead{index, r})
-}
-
-func (n *Node) releaseWaitingReads() {
-	kept := n.waiting[:0]
-	for _, w := range n.waiting {
-		if n.applied >= w.index {
-			w.r.done(w.index, nil)
-		} else {
-			kept = append(kept, w)
-		}
-	}
-	n.waiting = kept
-}
-
-// The in-memory log keeps at most keepEntries applied entries and about
-// keepBytes of them for followers to catch up from; older entries are only
-// in the WAL. Between snapshots it would otherwise hold up to SnapCount
-// entries of up to jute.maxbuffer each. A follower further behind than
-// that is sent a snapshot; the bound is low because the entries sit in
-// memory beside the tree, whose footprint is what users measure.
-const (
-	keepEntries = 5000
-	keepBytes   = 16 << 20
-)
-
-// raftLog is the log as raft reads it. trimLog drops entries from memory
-// past the newest snapshot, so that snapshot may not reach the first entry
-// left; a member that needs what lies between cannot be sent it. Snapshot
-// then answers that none is available yet, which raft asks again for
-// later, and asks the loop for a new snapshot, which does reach.
-type raftLog struct {
-	*raft.MemoryStorage
-	wantSnapshot *bool // owned by the loop, as raft's calls are
-}
-
-func (l raftLog) Snapshot() (raftpb.Snapshot, error) {
-	snap, err := l.MemoryStorage.Snapshot()
-	if err != nil {
-		return snap, err
-	}
-	first, err := l.MemoryStorage.FirstIndex()
-	if err != nil {
-		return raftpb.Snapshot{}, err
-	}
-	if snap.Metadata.Index+1 < first {
-		*l.wantSnapshot = true
-		return raftpb.Snapshot{}, raft.ErrSnapshotTemporarilyUnavailable
-	}
-	return snap, nil
-}
-
-// trimLog drops applied entries from the in-memory log beyond the limits,
-// once they are exceeded twice over, so the copying is amortised.
-func (n *Node) trimLog() error {
-	first, err := n.mem.FirstIndex()
-	if err != nil {
-		return err
-	}
-	if n.appliedBytes < 2*keepBytes && n.applied < first+2*keepEntries {
-		return nil
-	}
-	lo := max(first, n.applied+1-min(n.applied, keepEntries))
-	ents, err := n.mem.Entries(lo, n.applied+1, math.MaxUint64)
-	if err != nil {
-		return fmt.Errorf("trim raft log: %w", err)
-	}
-	// Keep the newest entries that fit in keepBytes (at least one).
-	keep, size := 0, 0
-	for i := len(ents) - 1; i >= 0 && (keep == 0 || size+len(ents[i].Data) <= keepBytes); i-- {
-		size += len(ents[i].Data)
-		keep++
-	}
-	compactTo := n.applied + 1 - uint64(max(keep, 1))
-	if n.snapping {
-		// The snapshot being encoded needs its own index in the log to
-		// be recorded when it is done.
-		compactTo = min(compactTo, n.snapAt)
-	}
-	if err := n.mem.Compact(compactTo); err != nil && !errors.Is(err, raft.ErrCompacted) {
-		return fmt.Errorf("trim raft log: %w", err)
-	}
-	n.appliedBytes = uint64(size)
-	return nil
-}
-
-// snapResult is a snapshot written beside the loop.
-type snapResult struct {
-	meta    raftpb.SnapshotMetadata
-	size    int64
-	err     error
-	started time.Time
-}
-
-// maybeSnapshot starts a snapshot every SnapCount applied entries: the
-// state machine freezes its state here, between two applies, and another
-// goroutine encodes it straight into the snapshot file; saveSnapshot
-// records the file once it is durable.
-func (n *Node) maybeSnapshot() error {
-	due := n.cfg.SnapCount != 0 && n.applied-n.snapIndex >= n.cfg.SnapCount
-	if n.snapping || !due && !n.wantSnapshot || n.applied <= n.snapIndex {
-		return nil
-	}
-	n.wantSnapshot = false
-	term, err := n.mem.Term(n.applied)
-	if err != nil {
-		return fmt.Errorf("snapshot at %d: %w", n.applied, err)
-	}
-	n.snapping, n.snapAt = true, n.applied
-	r := snapResult{
-		meta:    raftpb.SnapshotMetadata{Index: n.applied, Term: term, ConfState: n.conf},
-		started: time.Now(),
-	}
-	write := n.cfg.FSM.BeginSnapshot()
-	n.snapWG.Go(func() {
-		r.size, r.err = n.cfg.Storage.WriteSnapshot(r.meta, write)
-		n.snapc <- r
-	})
-	return nil
-}
-
-// saveSnapshot records a snapshot file written beside the loop and
-// compacts the log behind it.
-func (n *Node) saveSnapshot(r snapResult) error {
-	n.snapping = false
-	index := r.meta.Index
-	if r.err != nil {
-		return fmt.Errorf("snapshot state machine at %d: %w", index, r.err)
-	}
-	if index <= n.snapIndex {
-		// A snapshot received meanwhile is newer.
-		return nil
-	}
-	if _, err := n.mem.CreateSnapshot(index, &r.meta.ConfState, nil); err != nil {
-		return fmt.Errorf("create snapshot at %d: %w", index, err)
-	}
-	if err := n.cfg.Storage.MarkSnapshot(r.meta); err != nil {
-		return fmt.Errorf("save snapshot at %d: %w", index, err)
-	}
-	// Keep some entries behind the snapshot so a slightly lagging
-	// follower catches up from the log rather than by snapshot: in
-	// particular one still installing the previous snapshot, which takes
-	// seconds for a large tree, while this one was taken (trimLog still
-	// bounds the bytes kept).
-	compactTo := index
-	if keep := max(n.cfg.SnapCount/10, keepEntries); compactTo > keep {
-		compactTo -= keep
-	}
-	if first, _ := n.mem.FirstIndex(); compactTo >= first {
-		if err := n.mem.Compact(compactTo); err != nil && !errors.Is(err, raft.ErrCompacted) {
-			return fmt.Errorf("compact raft log to %d: %w", compactTo, err)
-		}
-	}
-	if err := n.cfg.Storage.Compact(index); err != nil {
-		n.log.Warn("cannot purge old log and snapshot files", "err", err)
-	}
-	n.snapIndex = index
-	n.log.Info("snapshot saved", "index", index, "bytes", r.size, "took", time.Since(r.started))
-	return nil
 }

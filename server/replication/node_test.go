@@ -158,12 +158,14 @@ type sumFSM struct {
 	mu      sync.Mutex
 	sum     uint64
 	applied []uint64
+	last    uint64 // the index of the last entry applied, of any kind
 }
 
 func (f *sumFSM) Apply(ents []raftpb.Entry) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, e := range ents {
+		f.last = e.Index
 		if e.Type == raftpb.EntryNormal && len(e.Data) == 8 {
 			v := binary.BigEndian.Uint64(e.Data)
 			f.sum += v
@@ -211,6 +213,12 @@ func (f *sumFSM) appliedAll(from, to uint64) bool {
 		}
 	}
 	return n == to-from+1
+}
+
+func (f *sumFSM) lastIndex() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.last
 }
 
 func (f *sumFSM) state() (uint64, int) {
@@ -317,16 +325,30 @@ func TestGroupCommit(t *testing.T) {
 	st, fsm := &memStorage{}, &sumFSM{}
 	n := start(t, st, fsm, 0)
 	defer n.Stop()
+	// The new leader's empty entry, after the bootstrap's, is written
+	// before the test begins.
+	waitFor(t, "the leader's first entry applied", func() bool { return fsm.lastIndex() >= 2 })
 	st.mu.Lock()
 	before := st.saves
 	st.mu.Unlock()
 	g := &gate{make(chan struct{}), make(chan struct{})}
 	st.gate.Store(g)
 	propose(n, 1)
-	<-g.blocked // the first write is under way and holds the loop
+	<-g.blocked // the first write is under way
 	for v := uint64(2); v <= 101; v++ {
 		propose(n, v)
 	}
+	// The loop goes on while the disk works: it hands the 100 entries to
+	// the append goroutine, which is still writing the first.
+	waitFor(t, "100 entries queued for the log", func() bool {
+		n.appendq.mu.Lock()
+		defer n.appendq.mu.Unlock()
+		queued := 0
+		for _, task := range n.appendq.items {
+			queued += len(task.msg.Entries)
+		}
+		return queued == 100
+	})
 	g.release <- struct{}{}
 	<-g.blocked // the second write: it must carry all 100 queued proposals
 	st.gate.Store(nil)
