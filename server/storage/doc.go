@@ -19,17 +19,18 @@ the WAL at that snapshot and reads everything after it:
 	w, err := storage.Open(logger, walDir, storage.WALSnapshot{Index: snap.Metadata.Index, Term: snap.Metadata.Term})
 	metadata, hardState, entries, err := w.ReadAll()
 
-ReadAll must be called before anything is appended. Then, for every raft
-Ready, in this order (the order survives a crash at any point):
+ReadAll must be called before anything is appended. Then, for every append
+raft hands over (a MsgStorageAppend, or several gathered), in this order
+(the order survives a crash at any point):
 
- 1. if the Ready carries a snapshot: snapshotter.Save(rd.Snapshot), then
+ 1. if it carries a snapshot: snapshotter.Save(snap), then
     w.SaveSnapshot(mark). The snapshot file comes first so that a WAL
     snapshot record never points at a file that does not exist; an orphaned
     snapshot file is harmless, LoadNewestAvailable ignores it.
- 2. w.Save(rd.HardState, rd.Entries): everything raft handed over at once,
+ 2. w.Save(hardState, entries): everything raft handed over at once,
     made durable with one fsync (group commit). Only after Save returns may
     messages be sent or entries acknowledged.
- 3. send, apply, Advance.
+ 3. send the responses that promise the write.
 
 A snapshot of the local state machine is written by Snapshotter.Write, which
 may run on its own goroutine beside the appends; once it returns, the owner of
@@ -42,10 +43,10 @@ PurgeTo keeps every segment needed to replay from the oldest retained
 snapshot, so a corrupt newest snapshot can still be skipped on restart.
 
 A WAL is safe for use by several goroutines, but appends are meant to come
-from the one goroutine that owns the raft node. After a failed write or fsync
-the WAL refuses further appends and returns the first error again: after a
-failed fsync the kernel may have dropped the unwritten pages, so the only safe
-course is to stop and recover from the files on restart.
+from one goroutine: the replication node's append goroutine. After a failed
+write or fsync the WAL refuses further appends and returns the first error
+again: after a failed fsync the kernel may have dropped the unwritten pages,
+so the only safe course is to stop and recover from the files on restart.
 
 # WAL directory
 
