@@ -119,18 +119,9 @@ func (m *memStorage) OpenSnapshot(meta raftpb.SnapshotMetadata) (io.ReadCloser, 
 	return io.NopCloser(bytes.NewReader(m.snap.Data)), nil
 }
 
-func (m *memStorage) lastIndex() (uint64, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if len(m.ents) == 0 {
-		return m.snap.Metadata.Index, false
-	}
-	return m.ents[len(m.ents)-1].Index, true
-}
-
-// durableIndex is the last index the storage holds, in its log or in its
+// lastIndex is the last index the storage holds, in its log or in its
 // snapshot.
-func (m *memStorage) durableIndex() uint64 {
+func (m *memStorage) lastIndex() uint64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	index := m.snap.Metadata.Index
@@ -333,6 +324,8 @@ func TestGroupCommit(t *testing.T) {
 	st.mu.Unlock()
 	g := &gate{make(chan struct{}), make(chan struct{})}
 	st.gate.Store(g)
+	// Also when the test fails: the node stops only once its write ends.
+	defer func() { st.gate.Store(nil); close(g.release) }()
 	propose(n, 1)
 	<-g.blocked // the first write is under way
 	for v := uint64(2); v <= 101; v++ {

@@ -72,13 +72,19 @@ type restoreTask struct {
 // the loop, which goes on stepping messages, sending entries to the
 // followers and taking proposals while the disk works.
 func (n *Node) appendLoop() {
+	n.consume(n.appendq.ready, func() error { return n.appendAll(n.appendq.take()) })
+}
+
+// consume calls do each time ready signals, until the node stops or do
+// fails.
+func (n *Node) consume(ready <-chan struct{}, do func() error) {
 	for {
 		select {
-		case <-n.appendq.ready:
+		case <-ready:
 		case <-n.storageStop:
 			return
 		}
-		if err := n.appendAll(n.appendq.take()); err != nil {
+		if err := do(); err != nil {
 			n.storageFailed(err)
 			return
 		}
@@ -246,17 +252,7 @@ func (n *Node) applyLoop() {
 		}
 		n.waiting = nil
 	}()
-	for {
-		select {
-		case <-n.applyq.ready:
-		case <-n.storageStop:
-			return
-		}
-		if err := n.applyAll(n.applyq.take()); err != nil {
-			n.storageFailed(err)
-			return
-		}
-	}
+	n.consume(n.applyq.ready, func() error { return n.applyAll(n.applyq.take()) })
 }
 
 func (n *Node) applyAll(tasks []applyTask) error {
@@ -423,9 +419,9 @@ func (l raftLog) Snapshot() (raftpb.Snapshot, error) {
 }
 
 // trimLog drops applied entries from the in-memory log beyond the limits,
-// once they are exceeded twice over, so the copying is amortised. Entries
-// applied may not all be in the in-memory log yet: the append goroutine
-// adds them after its write.
+// once they are exceeded twice over, so the copying is amortised. Right
+// after a received snapshot is restored, applied is ahead of the in-memory
+// log until the append goroutine installs the snapshot there.
 func (n *Node) trimLog() error {
 	first, err := n.mem.FirstIndex()
 	if err != nil {
