@@ -24,15 +24,31 @@ type router struct {
 	stores map[uint64]*memStorage
 	queue  map[uint64]chan raftpb.Message
 	cut    map[[2]uint64]bool
-	wg     sync.WaitGroup
-	stop   chan struct{}
+	// carrying counts the messages that carried entries, by type, sender
+	// and receiver.
+	carrying map[carried]int
+	wg       sync.WaitGroup
+	stop     chan struct{}
 }
 
 func newRouter(t *testing.T) *router {
 	r := &router{t: t, nodes: map[uint64]*Node{}, stores: map[uint64]*memStorage{}, queue: map[uint64]chan raftpb.Message{},
-		cut: map[[2]uint64]bool{}, stop: make(chan struct{})}
+		cut: map[[2]uint64]bool{}, carrying: map[carried]int{}, stop: make(chan struct{})}
 	t.Cleanup(func() { close(r.stop); r.wg.Wait() })
 	return r
+}
+
+type carried struct {
+	typ      raftpb.MessageType
+	from, to uint64
+}
+
+// carriers returns how many messages of type typ from one member to
+// another carried entries.
+func (r *router) carriers(typ raftpb.MessageType, from, to uint64) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.carrying[carried{typ, from, to}]
 }
 
 // from returns the Transport of member id.
@@ -53,6 +69,9 @@ func (s routerSender) Send(msgs []raftpb.Message) {
 	}
 	for _, m := range msgs {
 		r.checkDurable(m)
+		if len(m.Entries) > 0 {
+			r.carrying[carried{m.Type, s.id, m.To}]++
+		}
 		q, ok := r.queue[m.To]
 		if !ok || r.cut[[2]uint64{s.id, m.To}] {
 			if n := r.nodes[s.id]; n != nil {
@@ -510,4 +529,38 @@ func TestCommitWhileTheLeaderWrites(t *testing.T) {
 	awaitApplied(t, ms[1:], sumTo(1, 6), 6)
 	release()
 	awaitApplied(t, ms, sumTo(1, 6), 6)
+}
+
+// TestQueuedProposalsTravelTogether checks that proposals queued while a
+// follower's loop is busy reach the leader as one forwarded message, and
+// the other follower as one append: one message per proposal costs a
+// frame, a decode and a raft step each, on every member.
+func TestQueuedProposalsTravelTogether(t *testing.T) {
+	r := newRouter(t)
+	ms := startWithoutTimeouts(t, r, []uint64{1, 2, 3}, 1<<19)
+	forwarder := ms[1]
+	props, apps := r.carriers(raftpb.MsgProp, 2, 1), r.carriers(raftpb.MsgApp, 1, 3)
+
+	// Every send waits while the test holds the router: the follower's
+	// loop stops at forwarding the first proposal, and the others queue.
+	r.mu.Lock()
+	propose(forwarder.n, 1)
+	waitFor(t, "the first proposal taken", func() bool { return len(forwarder.n.propc) == 0 })
+	for v := uint64(2); v <= 100; v++ {
+		propose(forwarder.n, v)
+	}
+	r.mu.Unlock()
+
+	awaitApplied(t, ms, sumTo(1, 100), 100)
+	for _, m := range ms {
+		if !m.fsm.appliedAll(1, 100) {
+			t.Fatalf("member %d has not applied every proposal", m.id)
+		}
+	}
+	if got := r.carriers(raftpb.MsgProp, 2, 1) - props; got > 2 {
+		t.Errorf("the follower forwarded 100 proposals, 99 of them queued together, in %d messages; want at most 2", got)
+	}
+	if got := r.carriers(raftpb.MsgApp, 1, 3) - apps; got > 2 {
+		t.Errorf("the leader sent them to the other follower in %d appends; want at most 2", got)
+	}
 }

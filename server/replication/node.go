@@ -131,6 +131,8 @@ type Node struct {
 	exited        chan struct{} // closed once run reads no more, before donec
 
 	// Owned by run.
+	// proposing is reused by proposeQueued for the batch it gathers.
+	proposing []proposal
 	// pendingReads are the reads waiting for the ReadIndex of their batch,
 	// by the batch's request context.
 	pendingReads map[string][]readRequest
@@ -601,17 +603,7 @@ func (n *Node) run() {
 			n.rn.Tick()
 			n.noteMembers()
 		case p := <-n.propc:
-			dropped = n.propose(p, dropped)
-			// Take every proposal already queued: they share one fsync.
-		drain:
-			for range n.cfg.MaxBatch {
-				select {
-				case p := <-n.propc:
-					dropped = n.propose(p, dropped)
-				default:
-					break drain
-				}
-			}
+			dropped = n.proposeQueued(p, dropped)
 		case <-n.localq.ready:
 			for _, m := range n.localq.take() {
 				if err := n.rn.Step(m); err != nil {
@@ -749,10 +741,40 @@ func (n *Node) campaignAgainst(id uint64) {
 	n.step(raftpb.Message{Type: raftpb.MsgTimeoutNow, From: id, To: n.cfg.ID, Term: st.Term})
 }
 
-func (n *Node) propose(p proposal, dropped []proposal) []proposal {
-	if err := n.rn.Propose(p.data); err != nil {
-		return append(dropped, p)
+// maxProposalBatch bounds the bytes of the proposals taken into one
+// message; a single larger proposal still goes alone.
+const maxProposalBatch = 1 << 20
+
+// proposeQueued hands first and every proposal queued behind it to raft as
+// one message. They share one fsync, and raft sends them on as one: one
+// append per follower from a leader, one forwarded proposal from a
+// follower, where proposing them one by one costs a message each. Raft
+// takes or drops the message whole; the dropped proposals are appended to
+// dropped.
+func (n *Node) proposeQueued(first proposal, dropped []proposal) []proposal {
+	batch := append(n.proposing[:0], first)
+	size := len(first.data)
+gather:
+	for len(batch) < n.cfg.MaxBatch && size < maxProposalBatch {
+		select {
+		case p := <-n.propc:
+			batch = append(batch, p)
+			size += len(p.data)
+		default:
+			break gather
+		}
 	}
+	// Raft keeps the entries (a follower's forwarded message is encoded
+	// later): they are new for each message.
+	ents := make([]raftpb.Entry, len(batch))
+	for i, p := range batch {
+		ents[i].Data = p.data
+	}
+	if err := n.rn.Step(raftpb.Message{Type: raftpb.MsgProp, From: n.cfg.ID, Entries: ents}); err != nil {
+		dropped = append(dropped, batch...)
+	}
+	clear(batch)
+	n.proposing = batch[:0]
 	return dropped
 }
 
