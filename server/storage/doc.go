@@ -68,7 +68,8 @@ locked (flock) while a WAL is open, so a second writer, in this process or
 another, fails with ErrLocked.
 
 Segments are full-size files from the start, so appends never grow them.
-The next segment is prepared ahead, as spare.wal.tmp, written with zeros and
+The next segment is prepared ahead, as spare.wal.tmp, written with zeros
+(around the page cache, O_DIRECT, where the file system allows it) and
 fsynced on a goroutine of its own: an append over written blocks changes no
 file system metadata, so its fdatasync flushes the data alone, where an
 append into blocks that were only allocated (fallocate) makes every
@@ -125,8 +126,10 @@ unnoticed: the next segment's crc record no longer matches.
 
 # Crashes and corruption
 
-Records are written with pwrite in whole 4 KiB pages, except for the last,
-partial page of each Save, which is written just before the fsync. A crash
+Records are written with pwrite in whole 4 KiB pages. The last page of each
+Save is written just before the fsync, padded with zeros, and written again
+with the next Save's records; an append never writes part of a page, which
+the kernel would first read from disk when the page is not cached. A crash
 therefore leaves the unsynced tail of the last segment either cut short or
 zero from a sector (512 byte) boundary on. ReadAll treats as a torn write,
 and silently drops together with everything after it:

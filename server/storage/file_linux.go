@@ -39,3 +39,8 @@ func preallocate(f *os.File, size int64) error {
 	}
 	return err
 }
+
+// openDirect opens path for writing around the page cache (O_DIRECT).
+func openDirect(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_WRONLY|syscall.O_DIRECT, 0)
+}

@@ -2,10 +2,19 @@
 
 package storage
 
-import "os"
+import (
+	"errors"
+	"os"
+)
 
 // fdatasync flushes a file to stable storage.
 func fdatasync(f *os.File) error { return f.Sync() }
 
 // preallocate does nothing where fallocate is missing; appends grow the file.
 func preallocate(*os.File, int64) error { return nil }
+
+// openDirect reports that writes around the page cache are not supported
+// here: spares are written through it.
+func openDirect(string) (*os.File, error) {
+	return nil, errors.ErrUnsupported
+}

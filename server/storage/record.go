@@ -148,16 +148,45 @@ func (e *encoder) writePages() error {
 	return nil
 }
 
-// flush writes every buffered record.
+// flush writes every buffered record. The last page goes whole, its end
+// padded with the zeros the file holds there already, and stays in buf to
+// be written again with the records that follow it: a write of part of a
+// page the kernel does not hold in memory would first read the page from
+// disk (spare segments are filled around the page cache).
 func (e *encoder) flush() error {
-	if len(e.buf) == 0 {
+	n := len(e.buf)
+	if n == 0 {
 		return nil
 	}
-	if _, err := e.f.WriteAt(e.buf, e.off); err != nil {
+	padded := (n + pageBytes - 1) &^ (pageBytes - 1)
+	e.buf = slices.Grow(e.buf, padded-n)[:padded]
+	clear(e.buf[n:])
+	_, err := e.f.WriteAt(e.buf, e.off)
+	e.buf = e.buf[:n]
+	if err != nil {
 		return err
 	}
-	e.off += int64(len(e.buf))
-	e.buf = e.buf[:0]
+	done := n &^ (pageBytes - 1)
+	e.buf = e.buf[:copy(e.buf, e.buf[done:])]
+	e.off += int64(done)
+	return nil
+}
+
+// resume makes an encoder that is to append at an offset inside a page
+// start at the page instead, holding the records already there: every
+// write then covers whole pages.
+func (e *encoder) resume() error {
+	start := e.off &^ (pageBytes - 1)
+	n := int(e.off - start)
+	if n == 0 || len(e.buf) > 0 {
+		return nil
+	}
+	e.buf = e.buf[:n]
+	if _, err := e.f.ReadAt(e.buf, start); err != nil {
+		e.buf = e.buf[:0]
+		return err
+	}
+	e.off = start
 	return nil
 }
 

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync/atomic"
+	"syscall"
+	"unsafe"
 )
 
 // spareName is the file the next segment is prepared in.
@@ -53,7 +55,7 @@ func (s *spare) prepare() {
 		s.err = err
 		return
 	}
-	s.err = fillZeros(f, s.size, &s.stop)
+	s.err = s.fill(f)
 	if s.err != nil {
 		f.Close()
 		os.Remove(s.path)
@@ -62,27 +64,62 @@ func (s *spare) prepare() {
 	s.f = f
 }
 
-// fillZeros writes size bytes of zeros to f and makes them durable, a
-// chunk at a time, until stop is set.
-func fillZeros(f *os.File, size int64, stop *atomic.Bool) error {
-	zeros := make([]byte, spareChunk)
+// fill writes the spare's zeros around the page cache where the file system
+// allows it: zeros copied into the cache cost as much CPU as the appends
+// that overwrite them, and their writeback competes with the WAL's fsyncs
+// in bursts. The appends never read the pages back, since the WAL writes
+// whole pages (see encoder.flush).
+func (s *spare) fill(f *os.File) error {
+	whole := s.size &^ (pageBytes - 1)
+	from := int64(0)
+	if d, err := openDirect(s.path); err == nil {
+		err = writeZeros(d, alignedZeros(spareChunk), 0, whole, 0, &s.stop)
+		d.Close()
+		switch {
+		case err == nil:
+			from = whole
+		case errors.Is(err, syscall.EINVAL):
+			// A file system that takes direct writes on open but not on
+			// write: the page cache it is.
+		default:
+			return err
+		}
+	}
+	if err := writeZeros(f, make([]byte, spareChunk), from, s.size, spareSyncEvery, &s.stop); err != nil {
+		return err
+	}
+	return fdatasync(f)
+}
+
+// writeZeros writes zeros (a buffer of them) to f from offset from to end,
+// a chunk at a time until stop is set, with an fdatasync every syncEvery
+// bytes unless that is 0.
+func writeZeros(f *os.File, zeros []byte, from, end, syncEvery int64, stop *atomic.Bool) error {
 	var unsynced int64
-	for off := int64(0); off < size; off += spareChunk {
+	for off := from; off < end; off += int64(len(zeros)) {
 		if stop.Load() {
 			return errSpareStopped
 		}
-		n := min(spareChunk, size-off)
+		n := min(int64(len(zeros)), end-off)
 		if _, err := f.WriteAt(zeros[:n], off); err != nil {
 			return err
 		}
-		if unsynced += n; unsynced >= spareSyncEvery {
+		if unsynced += n; syncEvery > 0 && unsynced >= syncEvery {
 			if err := fdatasync(f); err != nil {
 				return err
 			}
 			unsynced = 0
 		}
 	}
-	return fdatasync(f)
+	return nil
+}
+
+// alignedZeros returns n zero bytes starting at a page boundary in memory,
+// as direct I/O requires.
+func alignedZeros(n int) []byte {
+	b := make([]byte, n+pageBytes)
+	skip := -int(uintptr(unsafe.Pointer(unsafe.SliceData(b)))) & (pageBytes - 1)
+	return b[skip : skip+n]
 }
 
 // ready reports, without waiting, whether the spare can be taken.

@@ -347,7 +347,7 @@ func (w *WAL) prepareTail(end replayEnd) error {
 	}
 	w.tail = end.seg
 	w.enc = newEncoder(end.f, end.off, end.chain)
-	return nil
+	return w.enc.resume()
 }
 
 // Save appends entries and then the HardState, and makes them durable with
