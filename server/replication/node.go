@@ -856,16 +856,17 @@ func (n *Node) dispatch(rd raft.Ready) {
 	}
 }
 
-// send hands messages to the transport. A snapshot message leaves raft
-// with the metadata only: its data is read from the snapshot file on a
-// goroutine of its own, so the loop never waits for hundreds of megabytes.
+// send hands messages to the transport, merged where they can be (see
+// coalesce). A snapshot message leaves raft with the metadata only: its
+// data is read from the snapshot file on a goroutine of its own, so the
+// loop never waits for hundreds of megabytes.
 func (n *Node) send(msgs []raftpb.Message) {
 	if len(msgs) == 0 || n.cfg.Transport == nil {
 		return
 	}
-	out := msgs
+	out := coalesce(msgs)
 	if slices.ContainsFunc(msgs, isSnap) {
-		out = slices.DeleteFunc(slices.Clone(msgs), isSnap)
+		out = slices.DeleteFunc(slices.Clone(out), isSnap)
 	}
 	for _, m := range msgs {
 		if !isSnap(m) {
