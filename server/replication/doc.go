@@ -25,6 +25,13 @@
 // A write is acknowledged to its client from Apply, so only after its
 // fsync on a quorum.
 //
+// Proposals waiting when run takes one go to raft together, as one
+// message, and the messages of a Ready to one member are merged where the
+// member would do with one what it did with each in turn (coalesce):
+// appends that continue one another, and acknowledgements of appends.
+// Raft would otherwise send an append per proposal message and another per
+// acknowledgement that moves the commit index.
+//
 // # Ensembles
 //
 // In an ensemble the members are fixed by the configuration: Voters (the
@@ -36,7 +43,8 @@
 // through a Transport and come in through Step; the transport tells raft
 // of lost messages and finished snapshot transfers with ReportUnreachable
 // and ReportSnapshot. Proposals made on a follower or a learner are
-// forwarded to the leader by raft itself. A snapshot message leaves the
+// forwarded to the leader by raft itself, those taken together in one
+// message. A snapshot message leaves the
 // loop with the metadata only; its data is read from the snapshot file on
 // another goroutine and then sent.
 package replication
