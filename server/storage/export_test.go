@@ -1,8 +1,10 @@
 package storage
 
 import (
+	"errors"
 	"os"
 	"sync/atomic"
+	"syscall"
 	"testing"
 )
 
@@ -48,3 +50,27 @@ func WaitSpare(w *WAL) {
 }
 
 const SpareName = spareName
+
+// MisalignDirectWrites gives the direct writes of spares a buffer that is
+// not aligned to a page, until the test ends. It reports whether the file
+// system of dir refuses such a write (EINVAL), as it would refuse every
+// direct write on a file system that accepts O_DIRECT only at open.
+func MisalignDirectWrites(tb testing.TB, dir string) bool {
+	old := directZeros
+	directZeros = func(n int) []byte { return alignedZeros(n + 1)[1:] }
+	tb.Cleanup(func() { directZeros = old })
+	probe := dir + "/direct-probe"
+	f, err := os.Create(probe)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	f.Close()
+	defer os.Remove(probe)
+	d, err := openDirect(probe)
+	if err != nil {
+		return false
+	}
+	defer d.Close()
+	_, err = d.WriteAt(directZeros(pageBytes), 0)
+	return errors.Is(err, syscall.EINVAL)
+}

@@ -73,7 +73,7 @@ func (s *spare) fill(f *os.File) error {
 	whole := s.size &^ (pageBytes - 1)
 	from := int64(0)
 	if d, err := openDirect(s.path); err == nil {
-		err = writeZeros(d, alignedZeros(spareChunk), 0, whole, 0, &s.stop)
+		err = writeZeros(d, directZeros(spareChunk), 0, whole, 0, &s.stop)
 		d.Close()
 		switch {
 		case err == nil:
@@ -113,6 +113,10 @@ func writeZeros(f *os.File, zeros []byte, from, end, syncEvery int64, stop *atom
 	}
 	return nil
 }
+
+// directZeros is alignedZeros; tests replace it to have direct writes
+// refused.
+var directZeros = alignedZeros
 
 // alignedZeros returns n zero bytes starting at a page boundary in memory,
 // as direct I/O requires.

@@ -97,3 +97,36 @@ func TestWALStaleSpareRemoved(t *testing.T) {
 	defer mustClose(t, w)
 	checkEntries(t, got, entries(1, 4, 1))
 }
+
+// A file system that refuses direct writes still gets its spares, written
+// through the page cache, and the log reads back whole.
+func TestWALSpareWithoutDirectWrites(t *testing.T) {
+	const segment = 64 << 10
+	storage.SetSegmentBytes(t, segment)
+	root := t.TempDir()
+	if !storage.MisalignDirectWrites(t, root) {
+		t.Skip("this file system takes unaligned direct writes: nothing to fall back from")
+	}
+	dir := filepath.Join(root, "wal")
+	w := mustCreate(t, dir, nil)
+	mustSave(t, w, raftpb.HardState{Term: 1, Commit: 0}, entries(1, 1, 1))
+	storage.WaitSpare(w)
+	data, err := os.ReadFile(filepath.Join(dir, storage.SpareName))
+	if err != nil || len(data) != segment {
+		t.Fatalf("spare segment: %d bytes, %v; want %d", len(data), err, segment)
+	}
+	for i, b := range data {
+		if b != 0 {
+			t.Fatalf("spare segment byte %d is %#x, want 0", i, b)
+		}
+	}
+	// The next save moves to the spare.
+	mustSave(t, w, raftpb.HardState{Term: 1, Commit: 1}, entries(2, 2, 1))
+	if n := len(segmentFiles(t, dir)); n != 2 {
+		t.Fatalf("%d segments after the spare was ready, want 2", n)
+	}
+	mustClose(t, w)
+	w, _, _, got := mustRead(t, dir, storage.WALSnapshot{})
+	defer mustClose(t, w)
+	checkEntries(t, got, entries(1, 2, 1))
+}
