@@ -3,6 +3,7 @@ package replication
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -24,23 +25,24 @@ type router struct {
 	stores map[uint64]*memStorage
 	queue  map[uint64]chan raftpb.Message
 	cut    map[[2]uint64]bool
-	// carrying counts the messages that carried entries, by type, sender
-	// and receiver.
-	carrying map[carried]int
-	wg       sync.WaitGroup
-	stop     chan struct{}
+	// traffic counts the messages sent, by type, sender and receiver and
+	// whether they carried entries.
+	traffic map[route]int
+	wg      sync.WaitGroup
+	stop    chan struct{}
 }
 
 func newRouter(t *testing.T) *router {
 	r := &router{t: t, nodes: map[uint64]*Node{}, stores: map[uint64]*memStorage{}, queue: map[uint64]chan raftpb.Message{},
-		cut: map[[2]uint64]bool{}, carrying: map[carried]int{}, stop: make(chan struct{})}
+		cut: map[[2]uint64]bool{}, traffic: map[route]int{}, stop: make(chan struct{})}
 	t.Cleanup(func() { close(r.stop); r.wg.Wait() })
 	return r
 }
 
-type carried struct {
+type route struct {
 	typ      raftpb.MessageType
 	from, to uint64
+	entries  bool
 }
 
 // carriers returns how many messages of type typ from one member to
@@ -48,7 +50,14 @@ type carried struct {
 func (r *router) carriers(typ raftpb.MessageType, from, to uint64) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.carrying[carried{typ, from, to}]
+	return r.traffic[route{typ, from, to, true}]
+}
+
+// sent returns how many messages of type typ one member sent another.
+func (r *router) sent(typ raftpb.MessageType, from, to uint64) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.traffic[route{typ, from, to, true}] + r.traffic[route{typ, from, to, false}]
 }
 
 // from returns the Transport of member id.
@@ -69,9 +78,7 @@ func (s routerSender) Send(msgs []raftpb.Message) {
 	}
 	for _, m := range msgs {
 		r.checkDurable(m)
-		if len(m.Entries) > 0 {
-			r.carrying[carried{m.Type, s.id, m.To}]++
-		}
+		r.traffic[route{m.Type, s.id, m.To, len(m.Entries) > 0}]++
 		q, ok := r.queue[m.To]
 		if !ok || r.cut[[2]uint64{s.id, m.To}] {
 			if n := r.nodes[s.id]; n != nil {
@@ -562,5 +569,51 @@ func TestQueuedProposalsTravelTogether(t *testing.T) {
 	}
 	if got := r.carriers(raftpb.MsgApp, 1, 3) - apps; got > 2 {
 		t.Errorf("the leader sent them to the other follower in %d appends; want at most 2", got)
+	}
+}
+
+// TestAcknowledgementsMerge checks that a follower whose disk held several
+// appends acknowledges them, once written together, with one message: an
+// acknowledgement of an index stands for those before it.
+func TestAcknowledgementsMerge(t *testing.T) {
+	r := newRouter(t)
+	ms := startWithoutTimeouts(t, r, []uint64{1, 2, 3}, 1<<19)
+	lead, slow := ms[0], ms[2]
+	proposeAll(t, lead, 1, 1)
+	awaitApplied(t, ms, 1, 1)
+
+	g := &gate{make(chan struct{}), make(chan struct{})}
+	slow.st.gate.Store(g)
+	release := sync.OnceFunc(func() { slow.st.gate.Store(nil); close(g.release) })
+	defer release() // also when the test fails: the node stops only once its write ends
+	propose(lead.n, 2)
+	<-g.blocked // the follower's write of entry 2 is under way
+	// Entries 3..7 reach it one append at a time, each queued behind the
+	// held write with its own acknowledgement to make.
+	for v := uint64(3); v <= 7; v++ {
+		propose(lead.n, v)
+		waitFor(t, fmt.Sprintf("entry %d queued on the follower", v), func() bool {
+			slow.n.appendq.mu.Lock()
+			defer slow.n.appendq.mu.Unlock()
+			queued := 0
+			for _, task := range slow.n.appendq.items {
+				queued += len(task.msg.Entries)
+			}
+			return queued == int(v-2)
+		})
+	}
+	acks := r.sent(raftpb.MsgAppResp, 3, 1)
+	release()
+	awaitApplied(t, ms, sumTo(1, 7), 7)
+	waitFor(t, "the follower's log acknowledged", func() bool {
+		for _, m := range lead.n.Members() {
+			if m.ID == 3 {
+				return m.Match >= lead.st.lastIndex()
+			}
+		}
+		return false
+	})
+	if got := r.sent(raftpb.MsgAppResp, 3, 1) - acks; got > 2 {
+		t.Errorf("the follower acknowledged the held write and the 5 appends written after it in %d messages; want at most 2", got)
 	}
 }
