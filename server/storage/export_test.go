@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -59,7 +60,7 @@ func MisalignDirectWrites(tb testing.TB, dir string) bool {
 	old := directZeros
 	directZeros = func(n int) []byte { return alignedZeros(n + 1)[1:] }
 	tb.Cleanup(func() { directZeros = old })
-	probe := dir + "/direct-probe"
+	probe := filepath.Join(dir, "direct-probe")
 	f, err := os.Create(probe)
 	if err != nil {
 		tb.Fatal(err)

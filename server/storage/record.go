@@ -178,7 +178,7 @@ func (e *encoder) flush() error {
 func (e *encoder) resume() error {
 	start := e.off &^ (pageBytes - 1)
 	n := int(e.off - start)
-	if n == 0 || len(e.buf) > 0 {
+	if n == 0 {
 		return nil
 	}
 	e.buf = e.buf[:n]

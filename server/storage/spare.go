@@ -85,8 +85,10 @@ func (s *spare) fill(f *os.File) error {
 			return err
 		}
 	}
-	if err := writeZeros(f, make([]byte, spareChunk), from, s.size, spareSyncEvery, &s.stop); err != nil {
-		return err
+	if from < s.size {
+		if err := writeZeros(f, make([]byte, min(spareChunk, s.size-from)), from, s.size, spareSyncEvery, &s.stop); err != nil {
+			return err
+		}
 	}
 	return fdatasync(f)
 }
