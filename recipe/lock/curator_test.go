@@ -2,6 +2,7 @@ package lock_test
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -13,17 +14,114 @@ import (
 // lockPeer drives Curator's locks; see its class comment for the commands.
 const lockPeer = "LockPeer.java"
 
-// TestCuratorInterop runs Apache Curator 5.4's InterProcessReadWriteLock
-// and InterProcessSemaphoreV2 in a Java process against an RWLock and a
-// Semaphore on the same paths of a Collie server: each side's writer
-// excludes the other's readers and writers, readers of both sides share
-// the lock, each side sees the other's node data, and the two semaphores
-// share one limit.
+// TestCuratorInterop runs Apache Curator 5.4's InterProcessMutex,
+// InterProcessReadWriteLock and InterProcessSemaphoreV2 in a Java process
+// against a Mutex, an RWLock and a Semaphore on the same paths of a Collie
+// server: each side's mutex holder excludes the other's, and the lock
+// passes in line order across both; each side's writer excludes the
+// other's readers and writers, readers of both sides share the lock, each
+// side sees the other's node data, and the two semaphores share one limit.
 func TestCuratorInterop(t *testing.T) {
 	addr := rt.StartCollie(t)
 	peer := rt.Java{Program: lockPeer, Args: []string{addr}}.Start(t)
+	t.Run("mutex", func(t *testing.T) {
+		t.Run("line", func(t *testing.T) { testCuratorMutexLine(t, addr, peer) })
+		t.Run("contention", func(t *testing.T) { testCuratorMutexContention(t, addr, peer) })
+	})
 	t.Run("rwlock", func(t *testing.T) { testCuratorRWLock(t, addr, peer) })
 	t.Run("semaphore", func(t *testing.T) { testCuratorSemaphore(t, addr, peer) })
+}
+
+// testCuratorMutexLine queues a Go Mutex behind a Curator holder, and a
+// second Curator holder behind the Go one: each waits while the one before
+// it holds the lock, and takes it once that one releases, in the order both
+// sides agree on.
+func testCuratorMutexLine(t *testing.T, addr string, peer *rt.Peer) {
+	ctx := rt.Context(t)
+	path := "/interop/mutex"
+	observer := rt.Dial(t, addr, client.Config{})
+	inLine := func(n int) {
+		t.Helper()
+		rt.WaitFor(t, fmt.Sprintf("%d nodes in line", n), func() bool { return len(rt.Children(t, observer, path)) == n })
+	}
+	peer.Expect(t, "mutex curator-1 "+path+" curator-1", "ok")
+	peer.Expect(t, "mutex curator-2 "+path+" curator-2", "ok")
+
+	// A Curator holder holds the lock: a Go mutex, then a second Curator
+	// holder, wait behind it.
+	peer.Expect(t, "lock curator-1", "ok")
+	peer.Expect(t, "await curator-1", "acquired")
+	m := lock.NewMutex(rt.Dial(t, addr, client.Config{}), path, lock.WithData([]byte("go")))
+	acquired := lockAsync(ctx, t, m)
+	inLine(2)
+	peer.Expect(t, "lock curator-2", "ok")
+	inLine(3)
+	all, err := m.Participants(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := describe(all); got != "curator-1 go curator-2" {
+		t.Errorf("participants %s, want curator-1 go curator-2", got)
+	}
+	rt.Pending(t, "a Go mutex behind a Curator holder", acquired)
+	peer.Expect(t, "state curator-2", "waiting")
+
+	// It releases: the Go mutex takes the lock, the second Curator holder
+	// waits for it.
+	peer.Expect(t, "unlock curator-1", "ok")
+	lease := rt.Receive(t, acquired)
+	inLine(2)
+	peer.Expect(t, "state curator-2", "waiting")
+	if err := lease.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	peer.Expect(t, "await curator-2", "acquired")
+	peer.Expect(t, "unlock curator-2", "ok")
+	inLine(0)
+}
+
+// testCuratorMutexContention has Go mutexes, each with a session of its
+// own, and Curator holders take the lock in turns, all of them queued
+// behind a first holder before it releases; each holder adds one to a
+// counter by a read and a write conditional on the version read. A refused
+// write would show two holders at once: none is refused, and the counter
+// ends at the number of acquisitions.
+func testCuratorMutexContention(t *testing.T, addr string, peer *rt.Peer) {
+	const contenders, rounds = 2, 20 // on each side
+	ctx := rt.Context(t)
+	path, counter := "/interop/mutex-contention", "/interop-mutex-counter"
+	c := rt.Dial(t, addr, client.Config{})
+	if _, _, err := c.Create(ctx, counter, []byte("0"), client.ModePersistent, nil); err != nil {
+		t.Fatal(err)
+	}
+	gate, err := lock.NewMutex(c, path).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range contenders {
+		name := fmt.Sprintf("contender-%d", i+1)
+		peer.Expect(t, fmt.Sprintf("mutex %s %s %s", name, path, name), "ok")
+		peer.Expect(t, fmt.Sprintf("contend %s %s %d", name, counter, rounds), "ok")
+	}
+	wait := contend(ctx, t, addr, contenders, rounds, counter, func(c *client.Client) *lock.Mutex { return lock.NewMutex(c, path) })
+	rt.WaitFor(t, "every contender in line", func() bool { return len(rt.Children(t, c, path)) == 1+2*contenders })
+	if err := gate.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wait()
+	for i := range contenders {
+		peer.Expect(t, fmt.Sprintf("await contender-%d", i+1), fmt.Sprintf("done %d", rounds))
+	}
+	data, _, err := c.Get(ctx, counter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strconv.Itoa(2 * contenders * rounds); string(data) != want {
+		t.Errorf("counter %s, want %s", data, want)
+	}
+	if left := rt.Children(t, c, path); len(left) != 0 {
+		t.Errorf("nodes left in line: %v", left)
+	}
 }
 
 func testCuratorRWLock(t *testing.T, addr string, peer *rt.Peer) {

@@ -2,7 +2,8 @@
 // built on the client package and laid out as Apache Curator 5.4's, so that
 // Curator processes and Go processes on the same path exclude each other:
 //
-//   - Mutex: a fair, reentrant lock, Curator's InterProcessMutex.
+//   - Mutex: a fair, reentrant lock, Curator's InterProcessMutex, or
+//     Kazoo's Lock from NewKazooMutex.
 //   - RWLock: a fair read/write lock, Curator's InterProcessReadWriteLock:
 //     readers share it, a writer holds it alone.
 //   - Semaphore: at most a given number of leases held at once, Curator's
@@ -23,6 +24,17 @@
 // (the protection prefix is ignored). Every other contender watches only its
 // immediate predecessor, never the parent, so a release wakes exactly one
 // waiter, and the lock is granted in the order the nodes were created.
+//
+// NewKazooMutex lays a Mutex out as python-kazoo 2.8's Lock instead, so
+// that it excludes Kazoo's holders: its nodes are
+// "_c_<uuid>-__lock__<sequence>", where Kazoo's own are
+// "<uuid hex>__lock__<sequence>". The prefix is Collie's protection prefix,
+// kept for the same reason as above; Kazoo reads only the "__lock__" marker
+// and the sequence after it. Its line is only the children whose names end
+// in "__lock__" and a sequence (Kazoo's contender pattern), ordered by that
+// sequence; every other child, a Kazoo ReadLock's or a Curator lock's, is
+// ignored, as Kazoo's Lock ignores it. Each contender watches its immediate
+// predecessor in that line, as Kazoo's do.
 //
 // An RWLock's nodes are "_c_<uuid>-__READ__<sequence>" and
 // "_c_<uuid>-__WRIT__<sequence>", in one line ordered by sequence. A writer

@@ -44,6 +44,10 @@ type line struct {
 	// blocker returns the index, in sorted, of the node that the node at
 	// i waits for, or -1 when the node at i holds the lock.
 	blocker func(sorted []string, i int) int
+	// contends reports whether a child of path is in line; nil means every
+	// child is, as Curator counts them. Kazoo's Lock ignores children that
+	// do not match its pattern, and so must a lock that shares its line.
+	contends func(name string) bool
 }
 
 // predecessor is the blocker of an exclusive lock, Curator's
@@ -125,7 +129,7 @@ func (l *line) waitTurn(ctx context.Context, node string) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		sortLine(children, l.key)
+		children = l.sorted(children)
 		i := slices.Index(children, name)
 		if i < 0 {
 			return false, nil
@@ -166,13 +170,15 @@ var wokenHook atomic.Pointer[func()]
 // that goes between the listing and the reading of its data is left out.
 func (l *line) participants(ctx context.Context) ([]Participant, error) {
 	names, _, err := l.c.Children(ctx, l.path)
-	if errors.Is(err, client.ErrNoNode) || err == nil && len(names) == 0 {
+	if errors.Is(err, client.ErrNoNode) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("participants of %s: %w", l.path, err)
 	}
-	sortLine(names, l.key)
+	if names = l.sorted(names); len(names) == 0 {
+		return nil, nil
+	}
 	reads := make([]client.Op, len(names))
 	for i, n := range names {
 		reads[i] = client.GetOp(proto.Join(l.path, n))
@@ -254,6 +260,16 @@ func deleteNode(ctx context.Context, c *client.Client, node string) error {
 		return nil
 	}
 	return err
+}
+
+// sorted returns the children of path that are in line, in line order,
+// reusing children's storage.
+func (l *line) sorted(children []string) []string {
+	if l.contends != nil {
+		children = slices.DeleteFunc(children, func(name string) bool { return !l.contends(name) })
+	}
+	sortLine(children, l.key)
+	return children
 }
 
 // sortLine orders node names by key, keeping the server's order among

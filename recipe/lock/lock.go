@@ -55,8 +55,9 @@ func buildOptions(opts []Option) options {
 }
 
 // Mutex is a distributed, reentrant lock on one path, laid out as Curator's
-// InterProcessMutex. It is safe for concurrent use; concurrent Lock calls
-// on one Mutex share one hold (see Reentrancy in the package doc).
+// InterProcessMutex, or as Kazoo's Lock (NewKazooMutex). It is safe for
+// concurrent use; concurrent Lock calls on one Mutex share one hold (see
+// Reentrancy in the package doc).
 type Mutex struct {
 	line line
 
@@ -73,10 +74,12 @@ type Mutex struct {
 // session.
 func NewMutex(c *client.Client, path string, opts ...Option) *Mutex {
 	o := buildOptions(opts)
-	return &Mutex{
-		line:      line{c: c, path: path, name: mutexName, data: o.data, key: after(mutexName), blocker: predecessor},
-		acquiring: make(chan struct{}, 1),
-	}
+	return newMutex(line{c: c, path: path, name: mutexName, data: o.data, key: after(mutexName), blocker: predecessor})
+}
+
+// newMutex returns a mutex whose contenders queue in l.
+func newMutex(l line) *Mutex {
+	return &Mutex{line: l, acquiring: make(chan struct{}, 1)}
 }
 
 // Path returns the lock path.

@@ -186,14 +186,7 @@ func testNodeData(t *testing.T, addr string) {
 		t.Fatal(err)
 	}
 	waiter := lock.NewMutex(rt.Dial(t, addr, client.Config{}), path, lock.WithData([]byte("host-b")))
-	acquired := make(chan *lock.Lease, 1)
-	go func() {
-		l, err := waiter.Lock(ctx)
-		if err != nil {
-			t.Error(err)
-		}
-		acquired <- l
-	}()
+	acquired := lockAsync(ctx, t, waiter)
 	rt.WaitFor(t, "the waiter's node", func() bool { return len(rt.Children(t, c, path)) == 2 })
 	all, err := waiter.Participants(ctx)
 	if err != nil {
@@ -257,14 +250,7 @@ func testFencingAfterExpiry(t *testing.T, addr string) {
 	if _, _, err := next.Create(ctx, "/fenced", []byte("0"), client.ModePersistent, nil); err != nil {
 		t.Fatal(err)
 	}
-	acquired := make(chan *lock.Lease, 1)
-	go func() {
-		lease, err := lock.NewMutex(next, path).Lock(ctx)
-		if err != nil {
-			t.Error(err)
-		}
-		acquired <- lease
-	}()
+	acquired := lockAsync(ctx, t, lock.NewMutex(next, path))
 	rt.WaitFor(t, "the next holder's node", func() bool { return len(rt.Children(t, next, path)) == 2 })
 
 	network.Cut()
@@ -321,14 +307,7 @@ func testGuaranteedRelease(t *testing.T, addr string) {
 				t.Fatal(err)
 			}
 			observer := rt.Dial(t, addr, client.Config{})
-			acquired := make(chan *lock.Lease, 1)
-			go func() {
-				lease, err := lock.NewMutex(observer, path).Lock(ctx)
-				if err != nil {
-					t.Error(err)
-				}
-				acquired <- lease
-			}()
+			acquired := lockAsync(ctx, t, lock.NewMutex(observer, path))
 			rt.WaitFor(t, "the waiter's node", func() bool { return len(rt.Children(t, observer, path)) == 2 })
 
 			loss.lose(network)
@@ -387,4 +366,18 @@ func open(ch <-chan struct{}) bool {
 	default:
 		return true
 	}
+}
+
+// lockAsync takes m in a goroutine and sends the lease on the channel
+// returned.
+func lockAsync(ctx context.Context, t *testing.T, m lock.Locker) <-chan *lock.Lease {
+	acquired := make(chan *lock.Lease, 1)
+	go func() {
+		lease, err := m.Lock(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		acquired <- lease
+	}()
+	return acquired
 }

@@ -213,14 +213,7 @@ func testSemaphoreMutex(t *testing.T, addr string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acquired := make(chan *lock.Lease, 1)
-	go func() {
-		l, err := m.Lock(ctx)
-		if err != nil {
-			t.Error(err)
-		}
-		acquired <- l
-	}()
+	acquired := lockAsync(ctx, t, m)
 	rt.WaitFor(t, "the second lease node", func() bool {
 		all, err := m.Participants(ctx)
 		return err == nil && len(all) == 2

@@ -17,9 +17,9 @@ import (
 	"github.com/collie-io/collie/internal/zkref"
 )
 
-// javaLifetime bounds the whole life of a Java program: a JVM that
+// peerLifetime bounds the whole life of a program: for Java, a JVM that
 // compiles the program from source, then everything it does.
-const javaLifetime = 90 * time.Second
+const peerLifetime = 90 * time.Second
 
 // log4j keeps Curator's and ZooKeeper's log to warnings, on standard error,
 // which a failing test shows.
@@ -50,7 +50,7 @@ func (j Java) Run(t testing.TB) (wait func() []string) {
 	t.Helper()
 	cmd, dir := j.command(t)
 	var stdout bytes.Buffer
-	stderr := j.stderr(t, dir)
+	stderr := createStderr(t, dir)
 	cmd.Stdout, cmd.Stderr = &stdout, stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -66,7 +66,7 @@ func (j Java) Run(t testing.TB) (wait func() []string) {
 	}
 }
 
-// Peer is a running Java program driven line by line: every command written
+// Peer is a running Java or Python program driven line by line: every command written
 // to its standard input is answered with one line on its standard output.
 // It must quit on the command "quit".
 type Peer struct {
@@ -80,10 +80,45 @@ type Peer struct {
 func (j Java) Start(t testing.TB) *Peer {
 	t.Helper()
 	cmd, dir := j.command(t)
-	stderr := j.stderr(t, dir)
+	return startPeer(t, cmd, dir, j.Program)
+}
+
+// Python is a Python program of the test's testdata directory, run by
+// Debian's python3, the one with Kazoo. Start skips the test when Kazoo
+// is not installed (fails it when CI=true).
+type Python struct {
+	// Program is the source file's name under testdata.
+	Program string
+	// Args are the program's arguments.
+	Args []string
+}
+
+// Start starts the program as a Peer, which quits when the test ends.
+func (p Python) Start(t testing.TB) *Peer {
+	t.Helper()
+	python, err := zkref.Python()
+	zkref.Require(t, err)
+	program, err := filepath.Abs(filepath.Join("testdata", p.Program))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), peerLifetime)
+	t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, python, slices.Concat([]string{program}, p.Args)...)
+	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
+	cmd.Dir = t.TempDir()
+	cmd.WaitDelay = 5 * time.Second
+	return startPeer(t, cmd, cmd.Dir, p.Program)
+}
+
+// startPeer starts cmd, whose standard error goes to a file in dir, as the
+// Peer that runs program.
+func startPeer(t testing.TB, cmd *exec.Cmd, dir, program string) *Peer {
+	t.Helper()
+	stderr := createStderr(t, dir)
 	defer stderr.Close() // the child has its own descriptor
 	cmd.Stderr = stderr
-	p := &Peer{program: j.Program, answers: make(chan string, 1), log: stderr.Name()}
+	p := &Peer{program: program, answers: make(chan string, 1), log: stderr.Name()}
 	var err error
 	if p.stdin, err = cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
@@ -163,7 +198,7 @@ func (j Java) command(t testing.TB) (*exec.Cmd, string) {
 		jvm = append(jvm, "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 	}
 	jvm = append(jvm, "-Djava.io.tmpdir="+dir, "-Dlog4j.configuration=file:"+config, "-cp", classpath, program)
-	ctx, cancel := context.WithTimeout(context.Background(), javaLifetime)
+	ctx, cancel := context.WithTimeout(context.Background(), peerLifetime)
 	t.Cleanup(cancel)
 	cmd := exec.CommandContext(ctx, java, slices.Concat(jvm, j.Args)...)
 	cmd.Dir = dir
@@ -171,8 +206,8 @@ func (j Java) command(t testing.TB) (*exec.Cmd, string) {
 	return cmd, dir
 }
 
-// stderr creates the file that collects the program's standard error.
-func (j Java) stderr(t testing.TB, dir string) *os.File {
+// createStderr creates the file that collects a program's standard error.
+func createStderr(t testing.TB, dir string) *os.File {
 	t.Helper()
 	f, err := os.Create(filepath.Join(dir, "stderr"))
 	if err != nil {

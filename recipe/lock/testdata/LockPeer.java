@@ -21,25 +21,41 @@ import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.retry.ExponentialBackoffRetry;
+import org.apache.zookeeper.KeeperException;
+import org.apache.zookeeper.data.Stat;
 
 /**
- * Holders of Apache Curator's InterProcessReadWriteLock and
- * InterProcessSemaphoreV2, driven line by line from standard input so that a
- * test can interleave them with another implementation on the same paths;
- * and a benchmark of InterProcessMutex under contention. The only argument
- * is the connect string. Every holder has a name and a thread of its own
- * (Curator's locks belong to the thread that took them); a command that
- * takes a lock starts the taking in that thread and answers at once, and
- * "await" waits for it. Every command is answered with one line on
- * standard output, "error ..." when it fails:
+ * Holders of Apache Curator's InterProcessMutex, InterProcessReadWriteLock
+ * and InterProcessSemaphoreV2, driven line by line from standard input so
+ * that a test can interleave them with another implementation on the same
+ * paths; and a benchmark of InterProcessMutex under contention. The only
+ * argument is the connect string. Every holder has a name and a thread of
+ * its own (Curator's locks belong to the thread that took them, and an
+ * InterProcessMutex is reentrant per thread); holders share one session,
+ * but each holder's lock creates nodes of its own. A command that takes a
+ * lock starts the taking in that thread and answers at once, and "await"
+ * waits for it. Every command is answered with one line on standard
+ * output, "error ..." when it fails:
  *
  * <pre>
+ * mutex NAME PATH DATA           a mutex with node data DATA              ok
  * rwlock NAME PATH DATA          a read/write lock with node data DATA    ok
  * semaphore NAME PATH MAX DATA   a semaphore of MAX leases                ok
+ * lock NAME                      start taking the mutex                   ok
  * write NAME | read NAME         start taking the write or read lock      ok
  * acquire NAME N                 start acquiring N leases                 ok
+ * contend NAME COUNTER ROUNDS    start taking the mutex ROUNDS times,
+ *                                each time adding one to the integer in
+ *                                COUNTER by a read and a write
+ *                                conditional on the version read, then
+ *                                releasing it                             ok
  * await NAME                     wait for the taking to end               acquired | timeout
- * state NAME                     whether it has ended                     acquired | waiting
+ *                                (contend: done ROUNDS, or badversion     done ROUNDS | timeout
+ *                                when a write was refused because         | badversion
+ *                                someone else wrote COUNTER while the
+ *                                mutex was held)
+ * state NAME                     whether it has ended                     as await | waiting
+ * unlock NAME                    release the mutex                        ok
  * unwrite NAME | unread NAME     release the write or read lock           ok
  * return NAME                    return every lease held                  ok
  * bench PATH THREADS TOTAL       TOTAL acquisitions and releases of an
@@ -56,6 +72,7 @@ public class LockPeer {
 
     static final class Holder {
         final ExecutorService thread = Executors.newSingleThreadExecutor();
+        InterProcessMutex mutex;
         InterProcessReadWriteLock rw;
         InterProcessSemaphoreV2 semaphore;
         final List<Lease> leases = new ArrayList<>();
@@ -114,12 +131,43 @@ public class LockPeer {
         }
         Holder h = holders.computeIfAbsent(words[1], k -> new Holder());
         switch (words[0]) {
+            case "mutex":
+                byte[] data = words[3].getBytes(StandardCharsets.UTF_8);
+                h.mutex = new InterProcessMutex(client, words[2]) {
+                    @Override
+                    protected byte[] getLockNodeBytes() {
+                        return data;
+                    }
+                };
+                return "ok";
             case "rwlock":
                 h.rw = new InterProcessReadWriteLock(client, words[2], words[3].getBytes(StandardCharsets.UTF_8));
                 return "ok";
             case "semaphore":
                 h.semaphore = new InterProcessSemaphoreV2(client, words[2], Integer.parseInt(words[3]));
                 h.semaphore.setNodeData(words[4].getBytes(StandardCharsets.UTF_8));
+                return "ok";
+            case "lock":
+                h.taking = h.thread.submit(() -> h.mutex.acquire(WAIT_SECONDS, TimeUnit.SECONDS) ? "acquired" : "timeout");
+                return "ok";
+            case "contend":
+                String counter = words[2];
+                int rounds = Integer.parseInt(words[3]);
+                h.taking = h.thread.submit(() -> {
+                    for (int i = 0; i < rounds; i++) {
+                        if (!h.mutex.acquire(WAIT_SECONDS, TimeUnit.SECONDS)) {
+                            return "timeout";
+                        }
+                        try {
+                            if (increment(client, counter).equals("badversion")) {
+                                return "badversion";
+                            }
+                        } finally {
+                            h.mutex.release();
+                        }
+                    }
+                    return "done " + rounds;
+                });
                 return "ok";
             case "write":
                 h.taking = h.thread.submit(() -> h.rw.writeLock().acquire(WAIT_SECONDS, TimeUnit.SECONDS) ? "acquired" : "timeout");
@@ -146,6 +194,9 @@ public class LockPeer {
                 }
             case "state":
                 return h.taking.isDone() ? h.taking.get() : "waiting";
+            case "unlock":
+                h.thread.submit(() -> { h.mutex.release(); return null; }).get();
+                return "ok";
             case "unwrite":
                 h.thread.submit(() -> { h.rw.writeLock().release(); return null; }).get();
                 return "ok";
@@ -158,6 +209,23 @@ public class LockPeer {
             default:
                 return "error unknown command " + words[0];
         }
+    }
+
+    /**
+     * Adds one to the integer in path by a read and a write conditional on
+     * the version read, and returns the new value, or "badversion" when
+     * someone else wrote path in between.
+     */
+    static String increment(CuratorFramework client, String path) throws Exception {
+        Stat stat = new Stat();
+        byte[] data = client.getData().storingStatIn(stat).forPath(path);
+        int n = Integer.parseInt(new String(data, StandardCharsets.UTF_8)) + 1;
+        try {
+            client.setData().withVersion(stat.getVersion()).forPath(path, Integer.toString(n).getBytes(StandardCharsets.UTF_8));
+        } catch (KeeperException.BadVersionException e) {
+            return "badversion";
+        }
+        return Integer.toString(n);
     }
 
     /**
