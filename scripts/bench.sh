@@ -5,26 +5,31 @@
 # (TestLoadAgainstZooKeeper in zkcompat, several minutes). --ensemble runs the
 # comparison of a 3-server Collie ensemble with a 3-server ZooKeeper ensemble
 # instead (TestEnsembleLoadAgainstZooKeeper: load, leader kill, catch-up).
+# --recipes runs the lock benchmark: a Collie mutex against Curator's
+# InterProcessMutex on the same server (BenchmarkMutex in recipe/lock).
 #
-# Usage: ./scripts/bench.sh [--micro | --load | --ensemble]
+# Usage: ./scripts/bench.sh [--micro | --load | --ensemble | --recipes]
 #   --micro     run only the micro-benchmarks
 #   --load      run only the standalone load comparison
 #   --ensemble  run only the ensemble comparison
+#   --recipes   run only the lock benchmark against Curator
 # Environment:
 #   BENCHTIME  -benchtime of each micro-benchmark (default 1s)
 #   COUNT      -count of the micro-benchmarks; use 6 or more for benchstat (default 1)
 #   OUT        directory for the raw results (default: a new temporary directory)
 #   COLLIE_BENCH_DURATION, COLLIE_BENCH_WARMUP, COLLIE_BENCH_NODES,
 #   COLLIE_BENCH_ZK_HEAP  settings of the load comparison, see zkcompat/bench_test.go
+#   LOCK_BENCHTIME  -benchtime of the lock benchmark (default 2000x)
 set -euo pipefail
 
 usage() {
-	sed -n '2,18s/^# \{0,1\}//p' "$0"
+	sed -n '2,22s/^# \{0,1\}//p' "$0"
 }
 
 micro=true
 load=true
 ensemble=false
+recipes=false
 for arg in "$@"; do
 	case "$arg" in
 	--micro) load=false ;;
@@ -33,6 +38,11 @@ for arg in "$@"; do
 		micro=false
 		load=false
 		ensemble=true
+		;;
+	--recipes)
+		micro=false
+		load=false
+		recipes=true
 		;;
 	-h | --help)
 		usage
@@ -111,4 +121,43 @@ if $ensemble; then
 	echo "Six server processes and the load generator share the same cores."
 	echo
 	comparison TestEnsembleLoadAgainstZooKeeper COLLIE_BENCH_ENSEMBLE ensemble
+fi
+
+# lock_table pairs the Go and Curator rows of BenchmarkMutex by contenders
+# and prints their acquisitions per second and handoff times as ratios.
+lock_table() {
+	awk '
+	/^BenchmarkMutex\// {
+		split($1, part, "/")
+		side = part[2]
+		n = part[3]
+		sub(/^contenders=/, "", n)
+		sub(/-[0-9]+$/, "", n)
+		for (i = 3; i < NF; i += 2) v[side, n, $(i + 1)] = $i
+		seen[n] = 1
+	}
+	END {
+		for (n in seen) {
+			ga = v["go", n, "acq/s"]; ca = v["curator", n, "acq/s"]
+			gh = v["go", n, "handoff-µs"]; ch = v["curator", n, "handoff-µs"]
+			printf "| %s | %.0f | %.0f | **%.2f** | %.0f µs | %.0f µs | **%.2f** |\n", n, ga, ca, (ca > 0 ? ga / ca : 0), gh, ch, (ch > 0 ? gh / ch : 0)
+		}
+	}' | sort -t'|' -k2 -n
+}
+
+lock_header() {
+	echo "| contenders | Collie mutex acq/s | Curator acq/s | ratio | Collie handoff | Curator handoff | ratio |"
+	echo "|---:|---:|---:|---:|---:|---:|---:|"
+}
+
+if $recipes; then
+	echo
+	echo "## A Collie mutex against Curator's InterProcessMutex, on the same Collie server"
+	echo
+	echo "Each contender has a session of its own and takes and releases the lock as fast as it can; Curator runs in one JVM warmed up first. Ratios are Collie / Curator: above 1 for acq/s and below 1 for handoff say Collie did better."
+	echo
+	go test -run '^$' -bench '^BenchmarkMutex$' -benchtime "${LOCK_BENCHTIME:-2000x}" -count 1 -timeout 30m ./recipe/lock/ |
+		tee "$out/lock.txt" | lock_table >"$out/lock.md"
+	lock_header
+	cat "$out/lock.md"
 fi
