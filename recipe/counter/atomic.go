@@ -21,7 +21,8 @@ var DefaultRetry = client.ExponentialBackoff(time.Millisecond, 200*time.Millisec
 var ErrContention = errors.New("counter: too much contention")
 
 // ErrUncertain says that the reply to an AtomicLong's write was lost and
-// that the node, read again, does not tell whether the write happened.
+// that the node, read again, does not tell whether the write happened, or
+// could not be read again (the session ended). The write is not made again.
 var ErrUncertain = errors.New("counter: write may or may not have happened")
 
 // errConflict says that another writer changed the node between a read and
@@ -112,11 +113,13 @@ func (a *AtomicLong) CompareAndSet(ctx context.Context, old, new int64) (bool, e
 
 // update reads the value, computes the new one with f (which may decline),
 // and writes it over the version read, starting again on a conflict or a
-// retryable failure as the retry policy allows.
+// retryable failure as the retry policy allows. A write that may have
+// happened is never made again: its error wraps ErrUncertain, and the
+// connection loss inside it must not count as retryable.
 func (a *AtomicLong) update(ctx context.Context, f func(int64) (int64, bool)) (pre, post int64, ok bool, err error) {
 	for n := 1; ; n++ {
 		pre, post, ok, err = a.tryOnce(ctx, f)
-		if err == nil || !errors.Is(err, errConflict) && !client.Retryable(err) {
+		if err == nil || errors.Is(err, ErrUncertain) || !errors.Is(err, errConflict) && !client.Retryable(err) {
 			return pre, post, ok, err
 		}
 		delay, again := a.retry.Delay(n)
@@ -162,7 +165,7 @@ func (a *AtomicLong) tryOnce(ctx context.Context, f func(int64) (int64, bool)) (
 	// or holds another value at the version the write would have given it.
 	nowV, nowVersion, nowExists, rerr := a.readAgain(ctx)
 	if rerr != nil {
-		return 0, 0, false, errors.Join(err, rerr)
+		return 0, 0, false, fmt.Errorf("%w: %w", ErrUncertain, errors.Join(err, rerr))
 	}
 	wouldBe := version + 1
 	if !exists {

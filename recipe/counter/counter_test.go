@@ -27,6 +27,7 @@ func TestCounter(t *testing.T) {
 		{"atomic-long-operations", testAtomicOperations},
 		{"atomic-long-bounded-retries", testAtomicRetries},
 		{"ids-unique", testIDs},
+		{"lost-increment", testLostIncrement},
 		{"shared-with-curator", testCurator},
 	}
 	for _, srv := range recipetest.Servers {
@@ -340,6 +341,107 @@ func testIDs(t *testing.T, addr string) {
 	}
 	if _, err := counter.NewIDs(c, path, "a/b").Next(ctx); !errors.Is(err, client.ErrInvalidPath) {
 		t.Errorf("Next with a / in the prefix = %v, want ErrInvalidPath", err)
+	}
+}
+
+// testLostIncrement loses a client's connection in the middle of an
+// increment, in both ways a write is lost: never sent on (its request
+// swallowed) and applied with its reply lost; and keeps it away until the
+// session has expired, or only until the client has noticed. Then the
+// network heals and the client has a session again. A SharedCount's TrySet
+// does not report success, and trying again over the version it had counts
+// the increment once in all. An AtomicLong's Add either succeeds having
+// counted once, or fails having counted nothing, or says ErrUncertain:
+// never counted and reported failed, nor counted twice.
+func testLostIncrement(t *testing.T, addr string) {
+	for _, mode := range []struct {
+		name    string
+		applied bool // the lost write reaches the server
+		expire  bool // the session expires before the network heals
+		lose    func(*recipetest.Partition)
+	}{
+		{"request-lost-session-expired", false, true, (*recipetest.Partition).Stall},
+		{"reply-lost-session-expired", true, true, (*recipetest.Partition).Deafen},
+		{"reply-lost-session-kept", true, false, (*recipetest.Partition).Deafen},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			ctx := recipetest.Context(t)
+			observer := recipetest.Dial(t, addr, client.Config{})
+			// Long enough, when the session is to be kept, for the client
+			// to reconnect once it has noticed the loss.
+			timeout, until := 1500*time.Millisecond, client.StateDisconnected
+			if mode.expire {
+				timeout, until = recipetest.ShortSession, client.StateExpired
+			}
+			c, network := recipetest.Partitioned(t, addr, timeout)
+			states := c.StateChanges()
+			defer states.Close()
+			shared := "/lost/shared-" + mode.name
+			sc := counter.NewSharedCount(c, shared, 10)
+			cur, err := sc.Get(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mode.lose(network)
+			if got, ok, err := sc.TrySet(ctx, cur, cur.Value+1); ok || err == nil {
+				t.Errorf("TrySet with its connection lost = %+v, %t, %v; want an error", got, ok, err)
+			}
+			recipetest.AwaitState(t, states, until)
+			network.Heal()
+			if err := c.Renew(ctx); err != nil {
+				t.Fatal(err)
+			}
+			got, ok, err := sc.TrySet(ctx, cur, cur.Value+1)
+			if err != nil || ok == mode.applied || got.Value != cur.Value+1 {
+				t.Errorf("TrySet again over version %d = %+v, %t, %v; want %d, written %t", cur.Version, got, ok, err, cur.Value+1, !mode.applied)
+			}
+			if now, err := counter.NewSharedCount(observer, shared, 0).Get(ctx); err != nil || now.Value != cur.Value+1 {
+				t.Errorf("shared count %+v, %v; want %d: the increment counted once", now, err, cur.Value+1)
+			}
+
+			long := "/lost/long-" + mode.name
+			a := counter.NewAtomicLong(c, long, nil)
+			if err := a.Set(ctx, 10); err != nil {
+				t.Fatal(err)
+			}
+			var once sync.Once
+			counter.SetBeforeWrite(t, func(x *counter.AtomicLong) {
+				if x == a {
+					once.Do(func() { mode.lose(network) })
+				}
+			})
+			type result struct {
+				v   int64
+				err error
+			}
+			added := make(chan result, 1)
+			go func() {
+				v, err := a.Add(ctx, 1)
+				added <- result{v, err}
+			}()
+			recipetest.AwaitState(t, states, until)
+			network.Heal()
+			r := recipetest.Receive(t, added)
+			counter.SetBeforeWrite(t, nil)
+			now, err := counter.NewAtomicLong(observer, long, nil).Get(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case r.err == nil:
+				if r.v != 11 || now != 11 {
+					t.Errorf("Add succeeded with %d; the counter holds %d, want 11", r.v, now)
+				}
+			case errors.Is(r.err, counter.ErrUncertain):
+				if now != 10 && now != 11 {
+					t.Errorf("Add uncertain (%v); the counter holds %d, want 10 or 11", r.err, now)
+				}
+			default:
+				if now != 10 {
+					t.Errorf("Add failed (%v); the counter holds %d, want 10", r.err, now)
+				}
+			}
+		})
 	}
 }
 

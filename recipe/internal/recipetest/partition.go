@@ -75,6 +75,19 @@ func (p *Partition) Stall() {
 	}
 }
 
+// Deafen lets what the client writes through but drops what arrives, on
+// every connection made so far, for good, and refuses new ones until Heal:
+// requests sent meanwhile reach the server, which applies them, and their
+// replies are lost. The client finds out when its read timeout passes.
+func (p *Partition) Deafen() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = true
+	for _, c := range p.conns {
+		c.deaf.Store(true)
+	}
+}
+
 // Heal lets new connections through.
 func (p *Partition) Heal() {
 	p.mu.Lock()
@@ -83,10 +96,12 @@ func (p *Partition) Heal() {
 }
 
 // stallable is a connection that can go silent: once stalled, writes are
-// swallowed and what arrives is dropped, until it is closed.
+// swallowed and what arrives is dropped, until it is closed; once deaf,
+// what arrives is dropped.
 type stallable struct {
 	net.Conn
 	stalled atomic.Bool
+	deaf    atomic.Bool
 }
 
 func (s *stallable) Write(b []byte) (int, error) {
@@ -99,8 +114,29 @@ func (s *stallable) Write(b []byte) (int, error) {
 func (s *stallable) Read(b []byte) (int, error) {
 	for {
 		n, err := s.Conn.Read(b)
-		if err != nil || !s.stalled.Load() {
+		if err != nil || !s.stalled.Load() && !s.deaf.Load() {
 			return n, err
+		}
+	}
+}
+
+// AwaitState waits until states delivers want, failing the test after
+// Timeout, or when the stream ends first.
+func AwaitState(t testing.TB, states *client.Stream[client.State], want client.State) {
+	t.Helper()
+	timer := time.NewTimer(Timeout)
+	defer timer.Stop()
+	for {
+		select {
+		case s, ok := <-states.Events():
+			if !ok {
+				t.Fatalf("state stream ended waiting for %v", want)
+			}
+			if s == want {
+				return
+			}
+		case <-timer.C:
+			t.Fatalf("timed out waiting for state %v", want)
 		}
 	}
 }
