@@ -24,6 +24,8 @@ func TestBarrier(t *testing.T) {
 		{"cancelled-enter-leaves-no-node", testCancelledEnter},
 		{"cancelled-leave-leaves-nothing", testCancelledLeave},
 		{"crashed-member-releases-leave", testCrashedMember},
+		{"expiry-releases-no-waiter", testBarrierExpiry},
+		{"expired-member-not-counted", testMemberExpiry},
 		{"misuse", testMisuse},
 		{"shared-with-curator", testCurator},
 	}
@@ -260,6 +262,102 @@ func testCrashedMember(t *testing.T, addr string) {
 	for range size - 1 {
 		if err := recipetest.Receive(t, left); err != nil {
 			t.Errorf("Leave: %v", err)
+		}
+	}
+}
+
+// testBarrierExpiry lets the sessions of a barrier's setter and of one of
+// its two waiters expire: the barrier stays set (its node is persistent),
+// the other waiter is not released, and the expired waiter's Wait fails
+// with ErrSessionExpired rather than return as if released. Remove, once
+// the setter is back, releases the waiter left.
+func testBarrierExpiry(t *testing.T, addr string) {
+	ctx := recipetest.Context(t)
+	path := "/gate-expiry/deploy"
+	setter, setterNet := recipetest.Partitioned(t, addr, recipetest.ShortSession)
+	b := barrier.New(setter, path)
+	if err := b.Set(ctx); err != nil {
+		t.Fatal(err)
+	}
+	doomed, doomedNet := recipetest.Partitioned(t, addr, recipetest.ShortSession)
+	steady := recipetest.Dial(t, addr, client.Config{})
+	doomedDone, released := make(chan error, 1), make(chan error, 1)
+	go func() { doomedDone <- barrier.New(doomed, path).Wait(ctx) }()
+	go func() { released <- barrier.New(steady, path).Wait(ctx) }()
+	recipetest.AwaitWatches(t, addr, path, recipetest.Watches{path: sorted(
+		recipetest.SessionHex(doomed.SessionID()), recipetest.SessionHex(steady.SessionID()))})
+	// The doomed waiter waits on its watch, its request answered.
+	settle(t, doomed)
+
+	setterStates, doomedStates := setter.StateChanges(), doomed.StateChanges()
+	defer setterStates.Close()
+	defer doomedStates.Close()
+	setterNet.Cut()
+	doomedNet.Cut()
+	recipetest.AwaitState(t, setterStates, client.StateExpired)
+	recipetest.AwaitState(t, doomedStates, client.StateExpired)
+	if err := recipetest.Receive(t, doomedDone); !errors.Is(err, client.ErrSessionExpired) {
+		t.Errorf("Wait of an expired waiter = %v, want ErrSessionExpired", err)
+	}
+	setterNet.Heal()
+	doomedNet.Heal()
+	if err := setter.Renew(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _, err := steady.Exists(ctx, path); err != nil || !ok {
+		t.Fatalf("barrier gone with its setter's session (%v)", err)
+	}
+	assertBlocked(t, released)
+	if err := b.Remove(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := recipetest.Receive(t, released); err != nil {
+		t.Errorf("Wait: %v", err)
+	}
+}
+
+// testMemberExpiry lets the session of one of two members waiting in Enter
+// expire, of a double barrier of three: its Enter fails with
+// ErrSessionExpired and its node is gone, so it no longer counts. A new
+// member's arrival then releases nobody; a fourth's releases all three.
+func testMemberExpiry(t *testing.T, addr string) {
+	const size = 3
+	ctx := recipetest.Context(t)
+	path := "/member-expiry"
+	c, network := recipetest.Partitioned(t, addr, recipetest.ShortSession)
+	doomed := barrier.NewDouble(c, path, size, "doomed")
+	first := newMember(t, addr, path, size, "a")
+	doomedDone, entered := make(chan error, 1), make(chan error, size)
+	go func() { doomedDone <- doomed.Enter(ctx) }()
+	go func() { entered <- first.Enter(ctx) }()
+	recipetest.AwaitWatches(t, addr, path, recipetest.Watches{path + "/ready": sorted(
+		recipetest.SessionHex(c.SessionID()), first.session)})
+	settle(t, c)
+
+	states := c.StateChanges()
+	defer states.Close()
+	network.Cut()
+	recipetest.AwaitState(t, states, client.StateExpired)
+	awaitChildren(t, first.c, path, "a")
+	network.Heal()
+	if err := recipetest.Receive(t, doomedDone); !errors.Is(err, client.ErrSessionExpired) {
+		t.Errorf("Enter of an expired member = %v, want ErrSessionExpired", err)
+	}
+	assertBlocked(t, entered)
+
+	second := newMember(t, addr, path, size, "b")
+	go func() { entered <- second.Enter(ctx) }()
+	recipetest.AwaitWatches(t, addr, path, recipetest.Watches{path + "/ready": sorted(first.session, second.session)})
+	assertBlocked(t, entered)
+	if got := children(t, first.c, path); !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("children %v, want the two live members", got)
+	}
+	if err := newMember(t, addr, path, size, "c").Enter(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := recipetest.Receive(t, entered); err != nil {
+			t.Errorf("Enter: %v", err)
 		}
 	}
 }

@@ -381,3 +381,17 @@ func lockAsync(ctx context.Context, t *testing.T, m lock.Locker) <-chan *lock.Le
 	}()
 	return acquired
 }
+
+// refusedWrite creates path through lease's guard, and fails the test
+// unless the server refused it for the lost lock and path is not there.
+func refusedWrite(ctx context.Context, t *testing.T, lease interface {
+	Do(context.Context, ...client.Op) ([]client.OpResult, error)
+}, observer *client.Client, path string) {
+	t.Helper()
+	if _, err := lease.Do(ctx, client.CreateOp(path, nil, client.ModePersistent, nil)); !errors.Is(err, lock.ErrLost) {
+		t.Errorf("guarded write of a lost lease = %v, want ErrLost", err)
+	}
+	if ok, _, err := observer.Exists(ctx, path); err != nil || ok {
+		t.Errorf("guarded write of a lost lease applied (%v)", err)
+	}
+}

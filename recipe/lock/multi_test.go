@@ -17,6 +17,7 @@ import (
 var multiScenarios = []scenario{
 	{"all-or-none", testMultiAllOrNone},
 	{"mixed-locks", testMultiMixed},
+	{"holder-expiry", testMultiExpiry},
 }
 
 // testMultiAllOrNone takes two mutexes as one. While another holder has
@@ -129,6 +130,59 @@ func testMultiMixed(t *testing.T, addr string) {
 	for _, path := range []string{"/mixed/rw", "/mixed/sem/leases", "/mixed/sem/locks", "/mixed/shared"} {
 		if got := rt.Children(t, c, path); len(got) != 0 {
 			t.Errorf("nodes left under %s: %v", path, got)
+		}
+	}
+}
+
+// testMultiExpiry cuts the holder of two mutexes taken as one off the
+// network until its session expires, with a contender waiting on each:
+// the multi-lease is lost, both its nodes go, both contenders get their
+// lock, and the former holder's guarded write is refused once it is back.
+func testMultiExpiry(t *testing.T, addr string) {
+	ctx := rt.Context(t)
+	a, b := "/multi-expiry/a", "/multi-expiry/b"
+	c, network := rt.Partitioned(t, addr, rt.ShortSession)
+	held, err := lock.NewMulti(lock.NewMutex(c, a), lock.NewMutex(c, b)).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	observer := rt.Dial(t, addr, client.Config{})
+	var waiting []<-chan *lock.Lease
+	for _, p := range []string{a, b} {
+		waiting = append(waiting, lockAsync(ctx, t, lock.NewMutex(rt.Dial(t, addr, client.Config{}), p)))
+	}
+	rt.WaitFor(t, "a contender in line on each lock", func() bool {
+		return len(rt.Children(t, observer, a)) == 2 && len(rt.Children(t, observer, b)) == 2
+	})
+	for _, acquired := range waiting {
+		rt.Pending(t, "a contender behind the multi-lock", acquired)
+	}
+
+	network.Cut()
+	var next []*lock.Lease
+	for _, acquired := range waiting {
+		next = append(next, rt.Receive(t, acquired))
+		if open(held.Lost()) {
+			t.Error("a contender got a lock while the expired multi-lease was not lost")
+		}
+	}
+	for _, l := range held.Leases() {
+		if ok, _, err := observer.Exists(ctx, l.Node()); err != nil || ok {
+			t.Errorf("expired holder's node %s still there (%v)", l.Node(), err)
+		}
+	}
+
+	network.Heal()
+	if err := c.Renew(ctx); err != nil {
+		t.Fatal(err)
+	}
+	refusedWrite(ctx, t, held, observer, "/multi-expiry-write")
+	if err := held.Unlock(ctx); err != nil {
+		t.Errorf("Unlock of the lost multi-lease: %v", err)
+	}
+	for _, l := range next {
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

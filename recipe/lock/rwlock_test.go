@@ -21,6 +21,7 @@ var rwlockScenarios = []scenario{
 	{"downgrade", testRWDowngrade},
 	{"no-upgrade", testRWNoUpgrade},
 	{"cancel-while-waiting", testRWCancel},
+	{"writer-expiry", testRWExpiry},
 }
 
 // curatorRWNode is how Curator's InterProcessReadWriteLock names its nodes.
@@ -294,6 +295,47 @@ func testRWCancel(t *testing.T, addr string) {
 	}
 	if got := rt.Children(t, c, path); len(got) != 0 {
 		t.Errorf("nodes left: %v", got)
+	}
+}
+
+// testRWExpiry cuts a writer holding the lock off the network until its
+// session expires, with a reader waiting behind it: the writer's lease is
+// lost before the reader gets the lock, its node is gone, and once it is
+// back with a new session its guarded write is refused.
+func testRWExpiry(t *testing.T, addr string) {
+	ctx := rt.Context(t)
+	path := "/rw-expiry"
+	c, network := rt.Partitioned(t, addr, rt.ShortSession)
+	write, err := lock.NewRWLock(c, path).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader := queue(t, addr, path, false)
+	rt.Pending(t, "the reader behind a writer", reader.acquired)
+
+	network.Cut()
+	read := rt.Receive(t, reader.acquired)
+	if open(write.Lost()) {
+		t.Error("a reader got the lock while the expired writer's lease was not lost")
+	}
+	observer := rt.Dial(t, addr, client.Config{})
+	if ok, _, err := observer.Exists(ctx, write.Node()); err != nil || ok {
+		t.Errorf("expired writer's node still there (%v)", err)
+	}
+	if got := rt.Children(t, observer, path); len(got) != 1 || path+"/"+got[0] != read.Node() {
+		t.Errorf("nodes %v, want the reader's %s alone", got, read.Node())
+	}
+
+	network.Heal()
+	if err := c.Renew(ctx); err != nil {
+		t.Fatal(err)
+	}
+	refusedWrite(ctx, t, write, observer, "/rw-expiry-write")
+	if err := write.Unlock(ctx); err != nil {
+		t.Errorf("Unlock of the lost lease: %v", err)
+	}
+	if err := read.Unlock(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
 
