@@ -101,6 +101,21 @@ func (e *Ensemble) Isolate(i int) { e.partition(i, true) }
 // Heal ends Isolate(i).
 func (e *Ensemble) Heal(i int) { e.partition(i, false) }
 
+// CutLink drops every message server from sends to server to (both from
+// 0), while to's messages still reach from, until HealLink: an asymmetric
+// partition. from keeps hearing its leader, say, while nothing it sends
+// the leader arrives.
+func (e *Ensemble) CutLink(from, to int) { e.link(from, to, true) }
+
+// HealLink ends CutLink(from, to).
+func (e *Ensemble) HealLink(from, to int) { e.link(from, to, false) }
+
+func (e *Ensemble) link(from, to int, cut bool) {
+	if s := e.servers[from]; s.srv != nil {
+		s.srv.CutSends(uint64(to+1), cut)
+	}
+}
+
 func (e *Ensemble) partition(i int, cut bool) {
 	ids := make([]uint64, len(e.servers))
 	for j := range e.servers {

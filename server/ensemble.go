@@ -164,9 +164,9 @@ func (s *Server) reportTouches(leader uint64) {
 }
 
 // failWaiters fails every request of this server still waiting for its
-// entry to be applied, after the leader changed from old: a proposal
-// forwarded to a leader that lost its leadership may never commit, and
-// nothing would tell. Their connections close (see conn.Reply); a write
+// entry to be applied, after the leader changed from old or a message to
+// it was lost: a proposal forwarded to a leader that lost its leadership,
+// or lost on the way, may never commit, and nothing would tell. Their connections close (see conn.Reply); a write
 // that did commit is there when the client looks after reconnecting, as
 // ZooKeeper allows after a connection loss.
 func (s *Server) failWaiters(old uint64) {
@@ -261,6 +261,15 @@ func (s *Server) receiveApp(from uint64, data []byte) error {
 // IsLeader reports whether this server leads its ensemble (a standalone
 // server always does).
 func (s *Server) IsLeader() bool { return s.node.IsLeader() }
+
+// CutSends drops (true) or lets through again (false) every message this
+// server sends to server peer, while peer's messages still arrive: one
+// direction of a link fails. For tests.
+func (s *Server) CutSends(peer uint64, cut bool) {
+	if s.transport != nil && peer != s.id {
+		_ = s.transport.CutSends(peer, cut)
+	}
+}
 
 // Isolate cuts (true) or restores (false) this server's links to every
 // other server of its ensemble, in both directions as far as this server

@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -702,4 +704,71 @@ func TestEnsembleResumeWithWrongPassword(t *testing.T) {
 		}
 	}
 	resume(t, servers[1].Addr(), rc)
+}
+
+// A follower whose messages to its leader are lost, while it still hears
+// the leader, ends the connections of the requests it forwarded: raft
+// never sends a lost proposal or ReadIndex again, so a write or a sync
+// would otherwise wait for as long as the leader stays, the follower
+// seeing no leader change. Once the link is back, writes through the
+// follower go on.
+func TestEnsembleLostForwardEndsConnection(t *testing.T) {
+	// Sessions that outlive the test: only the lost messages may end them.
+	e := collietest.StartEnsemble(t, 3, 0, collietest.WithConfig(func(c *config.Config) { c.MaxSessionTimeout = time.Minute }))
+	lead := e.Leader()
+	li := slices.Index(e.Servers(), lead)
+	fi, f := followerOf(t, e)
+	for _, op := range []struct {
+		name string
+		code proto.OpCode
+		req  proto.Record
+	}{
+		{"create", proto.OpCreate, &proto.CreateRequest{Path: "/lost", ACL: zkwire.OpenACL}},
+		{"sync", proto.OpSync, &proto.SyncRequest{Path: "/"}},
+	} {
+		t.Run(op.name, func(t *testing.T) {
+			rc := dialRaw(t, f.Addr(), 60000)
+			e.CutLink(fi, li)
+			hdr, _, err := rc.Call(op.code, op.req)
+			if err == nil {
+				t.Fatalf("answered (%v) though the follower's messages to the leader are lost", hdr.Err)
+			}
+			if !errors.Is(err, io.EOF) {
+				t.Fatalf("%v; want the connection closed", err)
+			}
+			if e.Leader() != lead {
+				t.Fatal("the leader changed: the request did not end for the lost message")
+			}
+			e.HealLink(fi, li)
+			waitFor(t, "a write through the follower", func() bool { return zkwire.TryCreate(f.Addr(), "/after-"+op.name) })
+		})
+	}
+}
+
+// A sync waiting on a follower for its leader's answer ends its
+// connection when the follower stops following that leader: here the
+// leader's messages to the follower are lost, the answer among them, and
+// the follower gives the leader up after an election timeout. No other
+// leader would answer, so the sync would otherwise wait until the client
+// gave up.
+func TestEnsembleReadEndsWhenLeaderChanges(t *testing.T) {
+	// A server without a leader closes its client connections after the
+	// shortest session timeout: long here, so that only the change of
+	// leader may end the sync.
+	e := collietest.StartEnsemble(t, 3, 0, collietest.WithConfig(func(c *config.Config) {
+		c.MinSessionTimeout, c.MaxSessionTimeout = 30*time.Second, time.Minute
+	}))
+	li := slices.Index(e.Servers(), e.Leader())
+	fi, f := followerOf(t, e)
+	rc := dialRaw(t, f.Addr(), 60000)
+	e.CutLink(li, fi)
+	hdr, _, err := rc.Call(proto.OpSync, &proto.SyncRequest{Path: "/"})
+	if err == nil {
+		t.Fatalf("answered (%v) though the leader's messages to the follower are lost", hdr.Err)
+	}
+	if !errors.Is(err, io.EOF) {
+		t.Fatalf("%v; want the connection closed", err)
+	}
+	e.HealLink(li, fi)
+	waitFor(t, "a write through the follower", func() bool { return zkwire.TryCreate(f.Addr(), "/after") })
 }

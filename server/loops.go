@@ -12,8 +12,9 @@ import (
 // Only the leader expires sessions; the other servers of an ensemble report
 // their sessions' activity to it instead. A server that becomes leader
 // gives every session a fresh timeout, as ZooKeeper's new leader does: it
-// has not seen their activity so far. When the leader changes, requests
-// still waiting for their entries end their connections (failWaiters).
+// has not seen their activity so far. When the leader changes, or a
+// message to it is lost, requests still waiting for their entries end
+// their connections (failWaiters).
 func (s *Server) expireSessions(ctx context.Context) {
 	t := time.NewTicker(s.cfg.TickTime / 2)
 	defer t.Stop()
@@ -47,6 +48,12 @@ func (s *Server) expireSessions(ctx context.Context) {
 			// leader that is gone end now, and a new leader starts
 			// tracking sessions now.
 			observe(time.Now())
+		case <-s.node.ForwardsLost():
+			// A write forwarded to the leader may have been lost on the
+			// way, and raft never sends it again: as a ZooKeeper follower
+			// that loses its leader's connection, end the connections of
+			// the requests in flight.
+			s.failWaiters(s.node.Leader())
 		case now := <-t.C:
 			observe(now)
 			if !leading {

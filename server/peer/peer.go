@@ -51,8 +51,9 @@ type peer struct {
 	// connected is set while the stream connection is up: Send drops at
 	// once otherwise, rather than fill the queue for a peer that is down.
 	connected atomic.Bool
-	// cut drops every message to and from the peer (Transport.Cut).
-	cut atomic.Bool
+	// cutOut drops every message to the peer, cutIn every message from
+	// it (Transport.Cut, CutSends).
+	cutOut, cutIn atomic.Bool
 
 	in, inSnap slot
 
@@ -131,7 +132,7 @@ func signal(c chan struct{}) {
 }
 
 func (p *peer) enqueue(o outgoing) {
-	if !p.connected.Load() || p.cut.Load() {
+	if !p.connected.Load() || p.cutOut.Load() {
 		p.drop(&o)
 		return
 	}
@@ -149,7 +150,7 @@ func (p *peer) drop(o *outgoing) {
 }
 
 func (p *peer) sendSnapshot(s outSnapshot) {
-	if p.cut.Load() {
+	if p.cutOut.Load() {
 		s.data.Close()
 		p.snapsFailed.Add(1)
 		p.dropped.Add(1)

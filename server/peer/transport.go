@@ -317,7 +317,20 @@ func (t *Transport) Cut(id uint64, cut bool) error {
 	if p == nil {
 		return fmt.Errorf("%w: %d", ErrUnknownPeer, id)
 	}
-	p.cut.Store(cut)
+	p.cutOut.Store(cut)
+	p.cutIn.Store(cut)
+	return nil
+}
+
+// CutSends drops (cut true) or lets through again (false) every message to
+// peer id, while those from it still arrive: one direction of a link fails,
+// as in an asymmetric partition. It is for tests.
+func (t *Transport) CutSends(id uint64, cut bool) error {
+	p := (*t.peers.Load())[id]
+	if p == nil {
+		return fmt.Errorf("%w: %d", ErrUnknownPeer, id)
+	}
+	p.cutOut.Store(cut)
 	return nil
 }
 
@@ -578,11 +591,11 @@ func (t *Transport) readStream(p *peer, fr *frameReader) error {
 			if err := checkMessage(&m, p.id, t.cfg.ID, kindStream); err != nil {
 				return err
 			}
-			if !p.cut.Load() {
+			if !p.cutIn.Load() {
 				t.cfg.Raft(m)
 			}
 		case frameApp:
-			if t.cfg.App != nil && !p.cut.Load() {
+			if t.cfg.App != nil && !p.cutIn.Load() {
 				t.cfg.App(p.id, bytes.Clone(payload))
 			}
 		}
@@ -599,7 +612,7 @@ func (t *Transport) readSnapshot(p *peer, fr *frameReader, conn net.Conn) error 
 	if err := checkMessage(&m, p.id, t.cfg.ID, kindSnapshot); err != nil {
 		return err
 	}
-	if p.cut.Load() {
+	if p.cutIn.Load() {
 		return errCut
 	}
 	if t.cfg.StoreSnapshot != nil {

@@ -44,7 +44,10 @@
 // of lost messages and finished snapshot transfers with ReportUnreachable
 // and ReportSnapshot. Proposals made on a follower or a learner are
 // forwarded to the leader by raft itself, those taken together in one
-// message. A snapshot message leaves the
+// message. Raft sends a forwarded proposal or read request once: when the
+// transport reports a message to the leader lost, ForwardsLost signals,
+// so that whoever waits for a proposal gives up, and the reads waiting
+// for their ReadIndex fail, as they do when the leader changes. A snapshot message leaves the
 // loop with the metadata only; its data is read from the snapshot file on
 // another goroutine and then sent.
 package replication

@@ -22,6 +22,16 @@ import (
 // ErrStopped is returned for work handed to a node that has stopped.
 var ErrStopped = errors.New("replication: node stopped")
 
+// ErrLeaderChanged fails a ReadIndex that was waiting when the leader
+// changed: the leader it was sent to will not answer it, and no other
+// leader would.
+var ErrLeaderChanged = errors.New("replication: the leader changed")
+
+// ErrLeaderUnreachable fails a ReadIndex that was waiting when a message
+// from this follower or learner to its leader was lost: raft does not send
+// a read request (nor a proposal) again.
+var ErrLeaderUnreachable = errors.New("replication: a message to the leader was lost")
+
 // Storage is the durable raft log and snapshots.
 type Storage interface {
 	// LoadSnapshot returns the newest snapshot's metadata (index 0 when
@@ -128,7 +138,10 @@ type Node struct {
 	// leaderChanged has room for one signal, sent (without waiting) each
 	// time the leader as this node knows it changes.
 	leaderChanged chan struct{}
-	exited        chan struct{} // closed once run reads no more, before donec
+	// forwardLost has room for one signal, sent (without waiting) each
+	// time a message from this node to its leader is lost.
+	forwardLost chan struct{}
+	exited      chan struct{} // closed once run reads no more, before donec
 
 	// Owned by run.
 	// proposing is reused by proposeQueued for the batch it gathers.
@@ -227,6 +240,7 @@ func Start(cfg Config) (*Node, error) {
 		leader:        make(chan struct{}),
 		known:         make(chan struct{}),
 		leaderChanged: make(chan struct{}, 1),
+		forwardLost:   make(chan struct{}, 1),
 		exited:        make(chan struct{}),
 		pendingReads:  make(map[string][]readRequest),
 		appendq:       newFIFO[appendTask](),
@@ -523,6 +537,14 @@ func (n *Node) Leader() uint64 {
 // ended.
 func (n *Node) LeaderChanges() <-chan struct{} { return n.leaderChanged }
 
+// ForwardsLost signals when a message from this follower or learner to
+// its leader was lost (the transport dropped it: no connection, or a full
+// queue). Raft forwards proposals to the leader once and never again, so
+// one that was lost will not commit, and nothing else tells: whoever waits
+// for one must give up. Signals coalesce. The ReadIndex requests waiting
+// then fail with ErrLeaderUnreachable.
+func (n *Node) ForwardsLost() <-chan struct{} { return n.forwardLost }
+
 // WaitLeader blocks until this node has been elected leader.
 func (n *Node) WaitLeader(ctx context.Context) error {
 	select {
@@ -638,6 +660,13 @@ func (n *Node) run() {
 				n.rn.ReportSnapshot(r.id, status)
 			} else {
 				n.rn.ReportUnreachable(r.id)
+				if r.id == n.lead && n.state != raft.StateLeader {
+					n.failReads(ErrLeaderUnreachable)
+					select {
+					case n.forwardLost <- struct{}{}:
+					default:
+					}
+				}
 			}
 		case r := <-n.readc:
 			// Every read queued now shares one ReadIndex: one round of
@@ -793,16 +822,22 @@ func (n *Node) failQueued(err error) {
 	}
 }
 
-// failPending fails the queued work and the reads raft holds. Called by
-// run only.
-func (n *Node) failPending(err error) {
-	n.failQueued(err)
+// failReads fails the reads waiting for their ReadIndex. Called by run
+// only.
+func (n *Node) failReads(err error) {
 	for k, batch := range n.pendingReads {
 		for _, r := range batch {
 			r.done(0, err)
 		}
 		delete(n.pendingReads, k)
 	}
+}
+
+// failPending fails the queued work and the reads raft holds. Called by
+// run only.
+func (n *Node) failPending(err error) {
+	n.failQueued(err)
+	n.failReads(err)
 	// applyLoop fails the reads it holds when it stops.
 }
 
@@ -813,6 +848,7 @@ func (n *Node) dispatch(rd raft.Ready) {
 		n.state, n.lead = rd.SoftState.RaftState, rd.SoftState.Lead
 		n.mu.Unlock()
 		if changed {
+			n.failReads(ErrLeaderChanged)
 			select {
 			case n.leaderChanged <- struct{}{}:
 			default:
