@@ -59,6 +59,7 @@ var mutexScenarios = []scenario{
 	{"node-deleted", testNodeDeleted},
 	{"fencing-after-expiry", testFencingAfterExpiry},
 	{"release-across-lost-connection", testGuaranteedRelease},
+	{"lost-create-reply", testLostCreateReply},
 }
 
 // curatorLockNode is how Curator's InterProcessMutex names its nodes.
@@ -393,5 +394,39 @@ func refusedWrite(ctx context.Context, t *testing.T, lease interface {
 	}
 	if ok, _, err := observer.Exists(ctx, path); err != nil || ok {
 		t.Errorf("guarded write of a lost lease applied (%v)", err)
+	}
+}
+
+// testLostCreateReply loses the reply to the create of a contender's node:
+// the server makes the node, the client never hears of it and reconnects
+// with its session. Lock finds the node it made by its protection prefix
+// and holds the lock through it, rather than make a second node that
+// nobody would release, which would hold the lock for the session's life.
+func testLostCreateReply(t *testing.T, addr string) {
+	ctx := rt.Context(t)
+	path := "/lost-create"
+	observer := rt.Dial(t, addr, client.Config{})
+	if _, _, err := observer.Create(ctx, path, nil, client.ModePersistent, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Long enough for the client to reconnect within it once it has
+	// noticed the loss.
+	c, network := rt.Partitioned(t, addr, 1500*time.Millisecond)
+	states := c.StateChanges()
+	defer states.Close()
+	network.Deafen()
+	acquired := lockAsync(ctx, t, lock.NewMutex(c, path))
+	rt.WaitFor(t, "the node created", func() bool { return len(rt.Children(t, observer, path)) == 1 })
+	rt.AwaitState(t, states, client.StateDisconnected)
+	network.Heal()
+	lease := rt.Receive(t, acquired)
+	if got := rt.Children(t, observer, path); len(got) != 1 || path+"/"+got[0] != lease.Node() {
+		t.Errorf("nodes %v, want the holder's %s alone", got, lease.Node())
+	}
+	if err := lease.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := rt.Children(t, observer, path); len(got) != 0 {
+		t.Errorf("nodes %v left after Unlock", got)
 	}
 }
