@@ -18,6 +18,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/collie-io/collie/internal/freeport"
 	"github.com/collie-io/collie/internal/zkref"
 )
 
@@ -83,7 +84,12 @@ func awaitLeader(t *testing.T, addrs []string, skip int) int {
 // a write through one server read through another, a clean stop.
 func TestDevEnsemble(t *testing.T) {
 	dir := t.TempDir()
-	port := freeLocalPort(t)
+	// The client ports of -dev-ensemble 3 follow -port, its peer ports
+	// start 707 after it and its election ports 1707 after it.
+	port, err := freeport.Block(0, 1, 2, 707, 708, 709, 1707, 1708, 1709)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var out syncBuffer
 	p := startCollie(t, dir, &out, "server", "-dev-ensemble", "3", "-port", strconv.Itoa(port), "-log-level", "warn")
 	addrs := []string{}

@@ -92,6 +92,7 @@ type serverProcess struct {
 	started time.Time
 	exited  chan struct{} // closed once the process has exited
 	waitErr error         // what Wait returned; read after exited is closed
+	out     io.Writer     // where its output goes, shown when it fails
 }
 
 // startCollie runs the collie binary with args in the working directory
@@ -101,7 +102,7 @@ func startCollie(t *testing.T, dir string, out io.Writer, args ...string) *serve
 	cmd := exec.Command(collieBinary(t), args...)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = out, out
-	p := &serverProcess{cmd: cmd, started: time.Now(), exited: make(chan struct{})}
+	p := &serverProcess{cmd: cmd, started: time.Now(), exited: make(chan struct{}), out: out}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start collie %s: %v", strings.Join(args, " "), err)
 	}
@@ -134,7 +135,11 @@ func (p *serverProcess) waitServing(t *testing.T, addr, word, want string) time.
 		}
 		select {
 		case <-p.exited:
-			t.Fatalf("collie exited before serving: %v", p.waitErr)
+			output := "(not kept)"
+			if s, ok := p.out.(fmt.Stringer); ok {
+				output = s.String()
+			}
+			t.Fatalf("collie exited before serving: %v; its output:\n%s", p.waitErr, output)
 		case <-time.After(10 * time.Millisecond):
 		}
 	}

@@ -31,3 +31,29 @@ func TestTakenPortIsFree(t *testing.T) {
 	}
 	l.Close()
 }
+
+func TestBlockPortsAreFreeAndNeverRepeat(t *testing.T) {
+	offsets := []int{0, 1, 2, 707, 708, 709}
+	seen := map[int]bool{}
+	for range 20 {
+		base, err := Block(offsets...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range offsets {
+			port := base + o
+			if port >= 32768 {
+				t.Fatalf("port %d is in the kernel's range for outgoing connections", port)
+			}
+			if seen[port] {
+				t.Fatalf("port %d handed out twice", port)
+			}
+			seen[port] = true
+			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+			if err != nil {
+				t.Fatalf("listen on port %d of the block: %v", port, err)
+			}
+			l.Close()
+		}
+	}
+}
