@@ -166,9 +166,10 @@ func (s *Server) reportTouches(leader uint64) {
 // failWaiters fails every request of this server still waiting for its
 // entry to be applied, after the leader changed from old or a message to
 // it was lost: a proposal forwarded to a leader that lost its leadership,
-// or lost on the way, may never commit, and nothing would tell. Their connections close (see conn.Reply); a write
-// that did commit is there when the client looks after reconnecting, as
-// ZooKeeper allows after a connection loss.
+// or lost on the way, may never commit, and nothing would tell. Their
+// connections close (see conn.Reply); a write that did commit is there
+// when the client looks after reconnecting, as ZooKeeper allows after a
+// connection loss.
 func (s *Server) failWaiters(old uint64) {
 	s.smu.Lock()
 	waiters := s.waiters

@@ -313,9 +313,9 @@ var errCut = errors.New("peer: the link to this peer is cut")
 // from peer id, as a network partition would, while the connections stay
 // up. It is for tests that partition an ensemble.
 func (t *Transport) Cut(id uint64, cut bool) error {
-	p := (*t.peers.Load())[id]
-	if p == nil {
-		return fmt.Errorf("%w: %d", ErrUnknownPeer, id)
+	p, err := t.lookup(id)
+	if err != nil {
+		return err
 	}
 	p.cutOut.Store(cut)
 	p.cutIn.Store(cut)
@@ -326,12 +326,20 @@ func (t *Transport) Cut(id uint64, cut bool) error {
 // peer id, while those from it still arrive: one direction of a link fails,
 // as in an asymmetric partition. It is for tests.
 func (t *Transport) CutSends(id uint64, cut bool) error {
-	p := (*t.peers.Load())[id]
-	if p == nil {
-		return fmt.Errorf("%w: %d", ErrUnknownPeer, id)
+	p, err := t.lookup(id)
+	if err != nil {
+		return err
 	}
 	p.cutOut.Store(cut)
 	return nil
+}
+
+// lookup returns the peer of id, or ErrUnknownPeer when id is not one.
+func (t *Transport) lookup(id uint64) (*peer, error) {
+	if p := (*t.peers.Load())[id]; p != nil {
+		return p, nil
+	}
+	return nil, fmt.Errorf("%w: %d", ErrUnknownPeer, id)
 }
 
 // SendApp queues an application message for peer to, as Send does; it is
@@ -343,10 +351,10 @@ func (t *Transport) SendApp(to uint64, data []byte) error {
 	if t.isClosed.Load() {
 		return ErrClosed
 	}
-	p := (*t.peers.Load())[to]
-	if p == nil {
+	p, err := t.lookup(to)
+	if err != nil {
 		t.unknownDropped.Add(1)
-		return fmt.Errorf("%w: %d", ErrUnknownPeer, to)
+		return err
 	}
 	p.enqueue(outgoing{app: data, isApp: true})
 	return nil
@@ -410,9 +418,9 @@ func (t *Transport) UpdatePeer(id uint64, addr string) error {
 	if t.isClosed.Load() {
 		return ErrClosed
 	}
-	p := (*t.peers.Load())[id]
-	if p == nil {
-		return fmt.Errorf("%w: %d", ErrUnknownPeer, id)
+	p, err := t.lookup(id)
+	if err != nil {
+		return err
 	}
 	p.setAddr(addr)
 	return nil

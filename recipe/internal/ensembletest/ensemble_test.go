@@ -31,6 +31,24 @@ func dial(t *testing.T, e *collietest.Ensemble) *client.Client {
 	return recipetest.Dial(t, e.ConnectString(), client.Config{SessionTimeout: 2 * time.Second, RenewSession: true})
 }
 
+// startLatch starts a latch on path for participant id, closed when the
+// test ends.
+func startLatch(ctx context.Context, t *testing.T, c *client.Client, path, id string) *election.Latch {
+	t.Helper()
+	l := election.NewLatch(c, path, id)
+	if err := l.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), recipetest.Timeout)
+		defer cancel()
+		if err := l.Close(ctx); err != nil {
+			t.Errorf("latch %s: %v", id, err)
+		}
+	})
+	return l
+}
+
 // bounce stops the leader of e and starts it again once another leads.
 func bounce(t *testing.T, e *collietest.Ensemble) {
 	t.Helper()
@@ -150,18 +168,7 @@ func TestLatchAcrossLeaderChanges(t *testing.T) {
 	ctx := recipetest.Context(t)
 	var latches []*election.Latch
 	for i := range 3 {
-		l := election.NewLatch(dial(t, e), "/latch", fmt.Sprint("p", i))
-		if err := l.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), recipetest.Timeout)
-			defer cancel()
-			if err := l.Close(ctx); err != nil {
-				t.Errorf("latch %d: %v", i, err)
-			}
-		})
-		latches = append(latches, l)
+		latches = append(latches, startLatch(ctx, t, dial(t, e), "/latch", fmt.Sprint("p", i)))
 	}
 	leaders := func() (n int, token int64) {
 		for _, l := range latches {

@@ -109,26 +109,12 @@ func TestLatchExpiryOnEnsemble(t *testing.T) {
 	e := collietest.StartEnsemble(t, 3, 0)
 	ctx := recipetest.Context(t)
 	doomedClient, network := dialDoomed(t, e)
-	latch := func(c *client.Client, id string) *election.Latch {
-		l := election.NewLatch(c, "/latch", id)
-		if err := l.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), recipetest.Timeout)
-			defer cancel()
-			if err := l.Close(ctx); err != nil {
-				t.Errorf("latch %s: %v", id, err)
-			}
-		})
-		return l
-	}
-	doomed := latch(doomedClient, "doomed")
+	doomed := startLatch(ctx, t, doomedClient, "/latch", "doomed")
 	first, err := doomed.Await(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	other := latch(dial(t, e), "other")
+	other := startLatch(ctx, t, dial(t, e), "/latch", "other")
 	if other.IsLeader() {
 		t.Fatal("two leaders")
 	}
