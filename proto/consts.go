@@ -55,6 +55,18 @@ var opNames = map[OpCode]string{
 	OpCloseSession: "closeSession", OpError: "error",
 }
 
+// IsRead reports whether op only reads the tree: the requests a server
+// answers from its local state (and that linearizable reads make wait for
+// a ReadIndex).
+func (o OpCode) IsRead() bool {
+	switch o {
+	case OpExists, OpGetData, OpGetACL, OpGetChildren, OpGetChildren2,
+		OpGetAllChildrenNumber, OpGetEphemerals, OpMultiRead:
+		return true
+	}
+	return false
+}
+
 func (o OpCode) String() string {
 	if s, ok := opNames[o]; ok {
 		return s

@@ -37,13 +37,12 @@ func (s *Server) OpenSession(ctx context.Context, c *conn.Conn, requested time.D
 	}
 	timeout := s.negotiate(requested)
 	id := int64(s.ids.Next())
-	done := make(chan fsm.Result, 1)
+	w, done := awaitResult()
 	s.smu.Lock()
 	s.bySession[id] = c
 	s.conns[c] = struct{}{}
 	s.smu.Unlock()
-	s.propose(&fsm.Entry{Type: fsm.EntryCreateSession, Session: id, Timeout: int32(timeout / time.Millisecond)},
-		func(r fsm.Result) { done <- r })
+	s.propose(&fsm.Entry{Type: fsm.EntryCreateSession, Session: id, Timeout: int32(timeout / time.Millisecond)}, w)
 	select {
 	case r := <-done:
 		if r.Err != proto.OK {
@@ -128,8 +127,8 @@ func (s *Server) ResumeSession(ctx context.Context, c *conn.Conn, id int64, pass
 	if sess.Owner != s.id {
 		// The session comes from another server of the ensemble: its
 		// writes go through this one from now on.
-		done := make(chan fsm.Result, 1)
-		s.propose(&fsm.Entry{Type: fsm.EntryMoveSession, Session: id}, func(r fsm.Result) { done <- r })
+		w, done := awaitResult()
+		s.propose(&fsm.Entry{Type: fsm.EntryMoveSession, Session: id}, w)
 		select {
 		case r := <-done:
 			switch r.Err {
@@ -191,13 +190,13 @@ func (s *Server) Detach(c *conn.Conn) {
 }
 
 // Write proposes a client's write.
-func (s *Server) Write(c *conn.Conn, op proto.OpCode, body []byte, auth []proto.ID, done func(conn.Reply)) {
+func (s *Server) Write(c *conn.Conn, op proto.OpCode, body []byte, auth []proto.ID, done func(conn.Reply, conn.Reader)) {
 	e := &fsm.Entry{Type: fsm.EntryRequest, Session: c.Session(), Op: op, Auth: auth, Body: body}
 	if op == proto.OpCloseSession {
 		e = &fsm.Entry{Type: fsm.EntryCloseSession, Session: c.Session()}
 	}
-	s.propose(e, func(r fsm.Result) {
-		done(conn.Reply{Zxid: r.Zxid, Err: r.Err, Resp: r.Resp, Close: op == proto.OpCloseSession})
+	s.propose(e, func(r fsm.Result, rd conn.Reader) {
+		done(conn.Reply{Zxid: r.Zxid, Err: r.Err, Resp: r.Resp, Close: op == proto.OpCloseSession}, rd)
 	})
 }
 
@@ -225,44 +224,41 @@ func (s *Server) Authenticate(c *conn.Conn, scheme string, auth []byte) ([]proto
 	return nil, false
 }
 
-// Local answers requests that do not go through the log. It hands the
-// reply to send while it still holds mu, so the reply is queued before the
-// event of any later change: a client must see the reply that set a watch
-// before that watch's event, or it drops the event as unknown.
-func (s *Server) Local(ctx context.Context, c *conn.Conn, op proto.OpCode, req proto.Record, auth []proto.ID, send func(conn.Reply)) {
-	if op == proto.OpSync {
-		// Waiting needs the apply loop, which needs mu: wait first.
-		err := s.sync(ctx)
-		s.mu.RLock()
-		defer s.mu.RUnlock()
-		if err != nil {
-			send(conn.Reply{Zxid: s.fsm.LastZxid(), Err: proto.ErrConnectionLoss})
-			return
-		}
-		send(conn.Reply{Zxid: s.fsm.LastZxid(), Resp: &proto.SyncResponse{Path: req.(*proto.SyncRequest).Path}})
-		return
-	}
-	if s.cfg.LinearizableReads && readOps[op] && !c.ReadOnly() {
-		// Everything committed when the read arrived is applied first.
-		if err := s.sync(ctx); err != nil {
-			send(conn.Reply{Err: proto.ErrConnectionLoss})
-			return
-		}
-	}
+// View calls f with the state held still: no entry is applied while f
+// runs, so a reply f queues comes before the event of any later change.
+func (s *Server) View(f func(conn.Reader)) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	r := s.local(c, op, req, auth)
-	r.Zxid = s.fsm.LastZxid()
-	send(r)
+	f((*appliedState)(s))
 }
 
-// readOps are the requests that read the tree, which LinearizableReads
-// makes wait for a ReadIndex.
-var readOps = map[proto.OpCode]bool{
-	proto.OpExists: true, proto.OpGetData: true, proto.OpGetACL: true,
-	proto.OpGetChildren: true, proto.OpGetChildren2: true,
-	proto.OpGetAllChildrenNumber: true, proto.OpGetEphemerals: true,
-	proto.OpMultiRead: true,
+// Sync waits for a ReadIndex without blocking the caller: done runs in
+// the apply goroutine once everything committed now is applied.
+func (s *Server) Sync(c *conn.Conn, done func(conn.Reader, error)) {
+	s.node.ReadIndex(func(_ uint64, err error) {
+		if err != nil {
+			done(nil, err)
+			return
+		}
+		s.View(func(rd conn.Reader) { done(rd, nil) })
+	})
+}
+
+// appliedState is the Server as a conn.Reader: handed out only while mu
+// is held, by View or by Apply.
+type appliedState Server
+
+// Read answers a request that does not go through the log.
+func (a *appliedState) Read(c *conn.Conn, op proto.OpCode, req proto.Record, auth []proto.ID) conn.Reply {
+	s := (*Server)(a)
+	var r conn.Reply
+	if op == proto.OpSync {
+		r.Resp = &proto.SyncResponse{Path: req.(*proto.SyncRequest).Path}
+	} else {
+		r = s.local(c, op, req, auth)
+	}
+	r.Zxid = s.fsm.LastZxid()
+	return r
 }
 
 // local answers a local request. Called with mu held for reading.
@@ -316,7 +312,7 @@ func (s *Server) local(c *conn.Conn, op proto.OpCode, req proto.Record, auth []p
 		}
 		return conn.Reply{}
 	}
-	if !fsm.IsRead(op) {
+	if !op.IsRead() {
 		return conn.Reply{Err: proto.ErrUnimplemented}
 	}
 	resp, code := s.fsm.Read(c.Session(), op, req, auth)

@@ -12,16 +12,21 @@
 //
 // # Goroutines and locks
 //
-//   - the raft goroutine (package replication) applies committed entries:
-//     it takes mu for writing, applies a batch to the FSM, queues the watch
-//     events on the watching connections, releases mu, then completes the
-//     requests that this server proposed.
+//   - the raft apply goroutine (package replication) applies committed
+//     entries: it takes mu for writing and, entry by entry, applies it to
+//     the FSM, queues its watch events on the watching connections, and
+//     completes it if this server proposed it; a client connection then
+//     answers there the requests it holds behind that write (package
+//     conn). It releases mu after the batch. The reads waiting for a
+//     ReadIndex are answered on it too, under mu for reading.
 //   - three goroutines per client connection (package conn); the
-//     connection's processor takes mu for reading to answer reads, so a
-//     read sees whole transactions and every event of what it sees has been
-//     queued before its reply.
+//     connection's processor takes mu for reading to answer a request
+//     while nothing of its session is pending, so a read sees whole
+//     transactions and every event of what it sees has been queued before
+//     its reply.
 //   - the accept loop, the session expiry loop and the container sweeper.
 //
-// Lock order: mu, then wmu (watch registry), then smu (sessions,
-// connections, waiters). Nothing blocks on I/O while holding any of them.
+// Lock order: mu, then a connection's pipeline lock, then wmu (watch
+// registry), then smu (sessions, connections, waiters). Nothing blocks on
+// I/O while holding any of them.
 package server

@@ -173,13 +173,13 @@ func (s *Server) reportTouches(leader uint64) {
 func (s *Server) failWaiters(old uint64) {
 	s.smu.Lock()
 	waiters := s.waiters
-	s.waiters = make(map[uint64]func(fsm.Result))
+	s.waiters = make(map[uint64]waiter)
 	s.smu.Unlock()
 	if len(waiters) > 0 {
 		s.log.Info("leader changed: requests in flight end their connections", "old_leader", old, "requests", len(waiters))
 	}
 	for _, w := range waiters {
-		w(fsm.Result{Err: proto.ErrConnectionLoss})
+		w(fsm.Result{Err: proto.ErrConnectionLoss}, nil)
 	}
 }
 

@@ -66,7 +66,7 @@ type Server struct {
 	// openReadOnlySession), which end when a leader is back.
 	readOnly map[*conn.Conn]struct{}
 	perIP    map[string]int
-	waiters  map[uint64]func(fsm.Result)
+	waiters  map[uint64]waiter
 	reqSeq   uint64
 	// touched are the sessions with activity since the last report to the
 	// leader (ensembles only).
@@ -114,7 +114,7 @@ func New(cfg config.Config, logger *slog.Logger) (*Server, error) {
 		bySession: make(map[int64]*conn.Conn),
 		readOnly:  make(map[*conn.Conn]struct{}),
 		perIP:     make(map[string]int),
-		waiters:   make(map[uint64]func(fsm.Result)),
+		waiters:   make(map[uint64]waiter),
 		lnReady:   make(chan struct{}),
 		closing:   make(chan struct{}),
 		secretSet: make(chan struct{}),
@@ -323,10 +323,11 @@ func (s *Server) Run(ctx context.Context) error {
 				MaxBuffer: s.cfg.JuteMaxBuffer,
 				// A client that has not sent its connect request within
 				// the longest session timeout it could ask for is gone.
-				HandshakeTimeout: min(10*time.Second, s.cfg.MaxSessionTimeout),
-				Logger:           s.log,
-				Observe:          s.latency.observe,
-				Received:         s.latency.packet,
+				HandshakeTimeout:  min(10*time.Second, s.cfg.MaxSessionTimeout),
+				Logger:            s.log,
+				LinearizableReads: s.cfg.LinearizableReads,
+				Observe:           s.latency.observe,
+				Received:          s.latency.packet,
 			})
 			s.release(nc)
 		})
@@ -387,9 +388,17 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 }
 
-// propose wraps and proposes an entry; done receives its result, or a
-// ConnectionLoss result if the entry cannot be proposed.
-func (s *Server) propose(e *fsm.Entry, done func(fsm.Result)) {
+// A waiter is told the result of an entry this server proposed. When the
+// entry is applied it is called in the apply goroutine, with mu held, at
+// the entry's place in the log, with a Reader of the state right after
+// it: the requests a connection holds behind the entry are answered there
+// (see package conn). When the entry cannot be proposed, or its fate is
+// unknown, it is called with ErrConnectionLoss and a nil Reader, from any
+// goroutine.
+type waiter func(fsm.Result, conn.Reader)
+
+// propose wraps and proposes an entry; done, if not nil, waits for it.
+func (s *Server) propose(e *fsm.Entry, done waiter) {
 	s.smu.Lock()
 	s.reqSeq++
 	e.ReqID = s.reqSeq
@@ -408,9 +417,16 @@ func (s *Server) propose(e *fsm.Entry, done func(fsm.Result)) {
 		delete(s.waiters, id)
 		s.smu.Unlock()
 		if w != nil {
-			w(fsm.Result{Err: proto.ErrConnectionLoss})
+			w(fsm.Result{Err: proto.ErrConnectionLoss}, nil)
 		}
 	})
+}
+
+// awaitResult is a waiter that hands the result to a channel, for a
+// proposer that blocks until its entry is applied.
+func awaitResult() (waiter, <-chan fsm.Result) {
+	ch := make(chan fsm.Result, 1)
+	return func(r fsm.Result, _ conn.Reader) { ch <- r }, ch
 }
 
 // stateMachine is the Server as raft's state machine.
@@ -418,11 +434,6 @@ type stateMachine Server
 
 func (sm *stateMachine) Apply(ents []raftpb.Entry) {
 	s := (*Server)(sm)
-	type completion struct {
-		done func(fsm.Result)
-		res  fsm.Result
-	}
-	var completions []completion
 	// closed are sessions ended by expiry or by another server: their
 	// local connection, if any, is dropped. A session closed by its own
 	// client's request is answered and closed by its connection.
@@ -450,14 +461,16 @@ func (sm *stateMachine) Apply(ents []raftpb.Entry) {
 		case fsm.EntryCreateSession:
 			opened = append(opened, *e)
 		}
-		var w func(fsm.Result)
+		var w waiter
 		if e.Origin == s.id && e.ReqID != 0 {
 			s.smu.Lock()
 			w = s.waiters[e.ReqID]
 			delete(s.waiters, e.ReqID)
 			s.smu.Unlock()
 			if w != nil {
-				completions = append(completions, completion{w, res})
+				// Here, before the next entry: the reply, and the reads its
+				// session sent after it, take their place in the log.
+				w(res, (*appliedState)(s))
 			}
 		}
 		if res.Closed != 0 {
@@ -491,9 +504,6 @@ func (sm *stateMachine) Apply(ents []raftpb.Entry) {
 		for _, c := range toClose {
 			c.Close()
 		}
-	}
-	for _, c := range completions {
-		c.done(c.res)
 	}
 }
 

@@ -29,15 +29,21 @@ type Backend interface {
 	// right and the session is still open, and returns its timeout.
 	ResumeSession(ctx context.Context, c *Conn, id int64, passwd []byte, requested time.Duration) (timeout time.Duration, ok bool)
 	// Write submits a write request (including closeSession) to the log.
-	// done is called exactly once, from the apply goroutine, with the
-	// zxid, error code and response record.
-	Write(c *Conn, op proto.OpCode, body []byte, auth []proto.ID, done func(Reply))
-	// Local answers a request that does not go through the log (reads,
-	// watches, sync, whoAmI, ping) at its turn in the session's order. It
-	// calls send exactly once, before it returns, while the state it read
-	// cannot change: send queues the reply, so no watch event of a later
-	// change can overtake it.
-	Local(ctx context.Context, c *Conn, op proto.OpCode, req proto.Record, auth []proto.ID, send func(Reply))
+	// done is called exactly once. When the write is applied, it is
+	// called from the apply goroutine at the write's place in the log:
+	// after the write's watch events are queued and before the next
+	// entry is applied, with a Reader of the state at that point. When
+	// the write's outcome cannot be known (its proposal was lost), it is
+	// called from any goroutine with a nil Reader.
+	Write(c *Conn, op proto.OpCode, body []byte, auth []proto.ID, done func(Reply, Reader))
+	// Sync asks for a ReadIndex: done is called once the state has
+	// applied everything committed when Sync was called, with a Reader
+	// of the state as it is then; or with an error and no Reader when no
+	// leader can say.
+	Sync(c *Conn, done func(Reader, error))
+	// View calls f with a Reader of the state as it is now; no entry is
+	// applied while f runs.
+	View(f func(Reader))
 	// Authenticate checks an auth packet and returns the identities it
 	// adds, or false when authentication fails.
 	Authenticate(c *Conn, scheme string, auth []byte) ([]proto.ID, bool)
@@ -49,6 +55,16 @@ type Backend interface {
 	// FourLetter answers a four-letter word, or returns false if it is not
 	// one or is not allowed.
 	FourLetter(cmd string) (string, bool)
+}
+
+// A Reader answers requests that do not go through the log (reads,
+// watches, sync, whoAmI, ping) from the state it was handed with. It is
+// valid only during the call that handed it over: the state cannot change
+// meanwhile, and the reply is queued before the event of any later
+// change, so a client sees the reply that set a watch before that watch's
+// event.
+type Reader interface {
+	Read(c *Conn, op proto.OpCode, req proto.Record, auth []proto.ID) Reply
 }
 
 // Session is what OpenSession grants a client.
@@ -82,7 +98,10 @@ type Config struct {
 	// MaxQueued bounds the bytes waiting to be written to a client that
 	// does not read; past it the connection is closed.
 	MaxQueued int
-	Logger    *slog.Logger
+	// LinearizableReads makes every read of an ordinary session wait for
+	// a ReadIndex, as a sync does.
+	LinearizableReads bool
+	Logger            *slog.Logger
 	// Observe, if set, is told the latency of every reply; Received of
 	// every request packet. Both feed the server's statistics.
 	Observe  func(time.Duration)
@@ -138,8 +157,24 @@ type Conn struct {
 	auth atomic.Pointer[[]proto.ID]
 
 	requests chan *item
-	results  chan *item
-	slots    chan struct{}
+	// wake tells process that held writes may be proposed.
+	wake  chan struct{}
+	slots chan struct{}
+
+	// pmu guards the session's pipeline (see pipeline.go).
+	pmu sync.Mutex
+	// pending are the requests not answered yet, in request order.
+	// Invariant: once drained, pending[0] is a write not yet applied or
+	// an indexed request not yet ready.
+	pending []*item
+	// unindexed counts the indexed requests in pending not ready yet;
+	// held the writes in pending not proposed yet. Invariant: a write is
+	// held exactly when an indexed request before it is not ready, or
+	// an earlier write is held.
+	unindexed, held int
+	// ended is set when the pipeline stops: the session closed or the
+	// connection is going away.
+	ended bool
 
 	out outQueue
 
@@ -160,18 +195,6 @@ type Stats struct {
 	LastLatency                          time.Duration
 	MinLatency, MaxLatency, totalLatency time.Duration
 	completed                            int64
-}
-
-// item is one request in the session's pipeline.
-type item struct {
-	xid   int32
-	op    proto.OpCode
-	req   proto.Record
-	auth  []proto.ID
-	write bool
-	start time.Time
-	done  bool
-	reply Reply
 }
 
 // Serve runs a connection until it closes. It returns when every goroutine
@@ -198,7 +221,7 @@ func Serve(ctx context.Context, nc net.Conn, backend Backend, cfg Config) {
 		return
 	}
 	c.requests = make(chan *item, cfg.MaxOutstanding)
-	c.results = make(chan *item, cfg.MaxOutstanding)
+	c.wake = make(chan struct{}, 1)
 	c.slots = make(chan struct{}, cfg.MaxOutstanding)
 	c.wg.Go(c.process)
 	c.read()
@@ -398,14 +421,14 @@ func (c *Conn) read() {
 			}
 			continue
 		}
-		it := &item{xid: hdr.Xid, op: hdr.Type, start: time.Now(), auth: c.Auth()}
+		it := &item{xid: hdr.Xid, op: hdr.Type, start: nanotime(), auth: c.Auth(), kind: local}
 		req, known := proto.NewRequest(hdr.Type)
 		if hdr.Type == proto.OpDeleteContainer {
 			req, known = &proto.DeleteRequest{}, true
 		}
 		switch {
 		case !known:
-			it.done = true
+			it.kind = answered
 			it.reply = Reply{Err: proto.ErrUnimplemented, Zxid: c.backend.LastZxid()}
 		case req != nil:
 			if err := proto.Unmarshal(body, req); err != nil {
@@ -415,19 +438,23 @@ func (c *Conn) read() {
 			it.req = req
 		}
 		switch {
+		case it.kind == answered:
 		case readOnly && hdr.Type == proto.OpCloseSession:
 			// A read-only session lives on this server alone: nothing to
 			// replicate, and nothing of it outlives the connection.
-			it.done = true
+			it.kind = answered
 			it.reply = Reply{Zxid: c.backend.LastZxid(), Close: true}
 		case readOnly && (isWrite(hdr.Type) || hdr.Type == proto.OpSync):
 			// As ZooKeeper's read-only server: no write, and no sync, which
 			// would need a leader.
-			it.done = true
+			it.kind = answered
 			it.reply = Reply{Zxid: c.backend.LastZxid(), Err: proto.ErrNotReadOnly}
 		case isWrite(hdr.Type):
-			it.write = true
-			it.req = rawBody(body)
+			it.kind = write
+			it.req = nil
+			it.body = body
+		case hdr.Type == proto.OpSync, c.cfg.LinearizableReads && !readOnly && hdr.Type.IsRead():
+			it.kind = indexed
 		}
 		select {
 		case c.slots <- struct{}{}:
@@ -441,13 +468,6 @@ func (c *Conn) read() {
 		}
 	}
 }
-
-// rawBody keeps a write's encoded body: the log stores it as the client
-// sent it.
-type rawBody []byte
-
-func (rawBody) Encode(*proto.Encoder) {}
-func (rawBody) Decode(*proto.Decoder) {}
 
 func isWrite(op proto.OpCode) bool {
 	switch op {
@@ -466,7 +486,7 @@ func (c *Conn) authenticate(xid int32, body []byte) bool {
 	}
 	ids, ok := c.backend.Authenticate(c, pkt.Scheme, pkt.Auth)
 	if !ok {
-		c.out.push(frame(&proto.ReplyHeader{Xid: proto.XidAuth, Err: proto.ErrAuthFailed}, nil))
+		c.out.push(frame(&proto.ReplyHeader{Xid: xid, Err: proto.ErrAuthFailed}, nil))
 		c.out.closeAfterDrain()
 		return false
 	}
@@ -479,7 +499,7 @@ func (c *Conn) authenticate(xid int32, body []byte) bool {
 		}
 	}
 	c.auth.Store(&auth)
-	c.out.push(frame(&proto.ReplyHeader{Xid: proto.XidAuth}, nil))
+	c.out.push(frame(&proto.ReplyHeader{Xid: xid}, nil))
 	return true
 }
 
@@ -492,57 +512,33 @@ func containsID(ids []proto.ID, id proto.ID) bool {
 	return false
 }
 
-// process owns the pipeline: it starts writes in order and answers every
-// request in order.
+// process admits requests in order and proposes the writes held behind
+// indexed requests once those have their index (see pipeline.go).
 func (c *Conn) process() {
-	var fifo []*item
 	for {
 		select {
 		case <-c.ctx.Done():
+			c.pmu.Lock()
+			c.end()
+			c.pmu.Unlock()
 			return
 		case it := <-c.requests:
-			if it.write && !it.done {
-				c.backend.Write(c, it.op, []byte(it.req.(rawBody)), it.auth, func(r Reply) {
-					it.reply = r
-					c.results <- it
-				})
-			}
-			fifo = append(fifo, it)
-		case it := <-c.results:
-			it.done = true
-		}
-		for len(fifo) > 0 {
-			head := fifo[0]
-			if head.write && !head.done {
-				break
-			}
-			fifo = fifo[1:]
-			if head.done {
-				c.reply(head)
-			} else {
-				c.backend.Local(c.ctx, c, head.op, head.req, head.auth, func(r Reply) {
-					head.reply = r
-					c.reply(head)
-				})
-			}
-			<-c.slots
-			if head.reply.Close {
-				c.out.closeAfterDrain()
-				return
-			}
+			c.admit(it)
+		case <-c.wake:
+			c.proposeHeld()
 		}
 	}
 }
 
-func (c *Conn) reply(it *item) {
+// reply queues the reply of a request and reports whether the connection
+// goes on.
+func (c *Conn) reply(it *item) bool {
 	if it.reply.Err == proto.ErrConnectionLoss {
 		// ZooKeeper never answers with this code: a request whose outcome
-		// the server cannot know (its proposal was lost with a leader)
-		// ends the connection, and the client, which keeps its session,
-		// learns it the only way ZooKeeper clients do.
+		// the server cannot know ends the connection (see unknownOutcome).
 		c.log.Debug("closing connection: outcome of a request unknown", "session", sessionHex(c.session), "xid", it.xid)
 		c.Close()
-		return
+		return false
 	}
 	if it.reply.Err == proto.ErrSessionMoved {
 		// As ZooKeeper (ZOOKEEPER-710): a connection-level error. The
@@ -552,7 +548,7 @@ func (c *Conn) reply(it *item) {
 		// the server it reaches, rather than be told to retry here.
 		c.log.Debug("closing connection: session moved", "session", sessionHex(c.session), "xid", it.xid)
 		c.Close()
-		return
+		return false
 	}
 	if it.op == proto.OpCheck && it.reply.Err == proto.OK {
 		// ZooKeeper cannot answer a successful check sent outside a multi
@@ -560,7 +556,7 @@ func (c *Conn) reply(it *item) {
 		// rely on check only inside a multi.
 		c.log.Debug("closing connection: check outside a multi", "session", sessionHex(c.session))
 		c.Close()
-		return
+		return false
 	}
 	hdr := proto.ReplyHeader{Xid: it.xid, Zxid: it.reply.Zxid, Err: it.reply.Err}
 	var body proto.Record
@@ -569,8 +565,9 @@ func (c *Conn) reply(it *item) {
 	}
 	if !c.out.push(frame(&hdr, body)) {
 		c.Close()
+		return false
 	}
-	lat := time.Since(it.start)
+	lat := time.Duration(nanotime() - it.start)
 	c.cfg.Observe(lat)
 	s := &c.stats
 	s.mu.Lock()
@@ -589,6 +586,7 @@ func (c *Conn) reply(it *item) {
 	s.totalLatency += lat
 	s.completed++
 	s.mu.Unlock()
+	return true
 }
 
 // write drains the outbound queue to the socket.
@@ -607,3 +605,9 @@ func (c *Conn) write() {
 }
 
 func sessionHex(id int64) string { return fmt.Sprintf("0x%x", uint64(id)) }
+
+// epoch is the origin of nanotime.
+var epoch = time.Now()
+
+// nanotime is a monotonic clock reading for latencies.
+func nanotime() int64 { return int64(time.Since(epoch)) }

@@ -32,21 +32,23 @@ func (b *echoBackend) OpenSession(_ context.Context, _ *Conn, _ time.Duration, r
 func (b *echoBackend) ResumeSession(context.Context, *Conn, int64, []byte, time.Duration) (time.Duration, bool) {
 	return 4 * time.Second, true
 }
-func (b *echoBackend) Write(c *Conn, op proto.OpCode, body []byte, auth []proto.ID, done func(Reply)) {
+func (b *echoBackend) Write(c *Conn, op proto.OpCode, body []byte, auth []proto.ID, done func(Reply, Reader)) {
 	b.mu.Lock()
 	b.writes++
 	b.mu.Unlock()
 	if b.lose {
-		done(Reply{Zxid: 7, Err: proto.ErrConnectionLoss})
+		done(Reply{Zxid: 7, Err: proto.ErrConnectionLoss}, nil)
 		return
 	}
-	done(Reply{Zxid: 8, Close: op == proto.OpCloseSession})
+	done(Reply{Zxid: 8, Close: op == proto.OpCloseSession}, b)
 }
-func (b *echoBackend) Local(ctx context.Context, c *Conn, op proto.OpCode, req proto.Record, auth []proto.ID, send func(Reply)) {
+func (b *echoBackend) Sync(c *Conn, done func(Reader, error)) { done(b, nil) }
+func (b *echoBackend) View(f func(Reader))                    { f(b) }
+func (b *echoBackend) Read(c *Conn, op proto.OpCode, req proto.Record, auth []proto.ID) Reply {
 	b.mu.Lock()
 	b.locals++
 	b.mu.Unlock()
-	send(Reply{Zxid: 7})
+	return Reply{Zxid: 7}
 }
 func (b *echoBackend) Authenticate(*Conn, string, []byte) ([]proto.ID, bool) { return nil, true }
 func (b *echoBackend) Touch(int64)                                           {}
@@ -113,25 +115,7 @@ func TestPipelineAnswersInOrder(t *testing.T) {
 	in = append(in, request(3, proto.OpCode(99), nil)...)
 	in = append(in, request(4, proto.OpCreate, &proto.CreateRequest{Path: "/b"})...)
 	in = append(in, request(-2, proto.OpPing, nil)...)
-	out := serve(t, in)
-	var xids []int32
-	var codes []proto.Code
-	d := out
-	first := true
-	for len(d) >= 4 {
-		n := binary.BigEndian.Uint32(d)
-		frame := d[4 : 4+n]
-		d = d[4+n:]
-		if first {
-			first = false
-			continue
-		}
-		var h proto.ReplyHeader
-		if err := proto.Unmarshal(frame, &h); err != nil {
-			t.Fatal(err)
-		}
-		xids, codes = append(xids, h.Xid), append(codes, h.Err)
-	}
+	xids, codes := replyXids(t, serve(t, in))
 	want := []int32{1, 2, 3, 4, -2}
 	if len(xids) != len(want) {
 		t.Fatalf("replies %v, want %v", xids, want)
@@ -162,6 +146,51 @@ func TestConnectionLossClosesConnection(t *testing.T) {
 		}
 	}
 }
+
+// replyXids returns the xid and error code of each frame after the
+// connect response.
+func replyXids(t *testing.T, out []byte) ([]int32, []proto.Code) {
+	t.Helper()
+	var xids []int32
+	var codes []proto.Code
+	for first := true; len(out) >= 4; first = false {
+		n := binary.BigEndian.Uint32(out)
+		frame := out[4 : 4+n]
+		out = out[4+n:]
+		if first {
+			continue
+		}
+		var h proto.ReplyHeader
+		if err := proto.Unmarshal(frame, &h); err != nil {
+			t.Fatal(err)
+		}
+		xids, codes = append(xids, h.Xid), append(codes, h.Err)
+	}
+	return xids, codes
+}
+
+// As ZooKeeper, an auth packet is answered with the xid the client sent:
+// go-zookeeper sends auth with an ordinary xid and waits for it.
+func TestAuthReplyCarriesClientXid(t *testing.T) {
+	in := connectFrame()
+	in = append(in, request(5, proto.OpAuth, &proto.AuthPacket{Scheme: "digest", Auth: []byte("u:p")})...)
+	in = append(in, request(-4, proto.OpAuth, &proto.AuthPacket{Scheme: "digest", Auth: []byte("u:p")})...)
+	xids, codes := replyXids(t, serve(t, in))
+	if len(xids) != 2 || xids[0] != 5 || xids[1] != -4 || codes[0] != proto.OK || codes[1] != proto.OK {
+		t.Fatalf("auth replies %v %v, want xids [5 -4], both OK", xids, codes)
+	}
+
+	refused := &authRefusingBackend{}
+	in = append(connectFrame(), request(9, proto.OpAuth, &proto.AuthPacket{Scheme: "nosuch", Auth: []byte("x")})...)
+	xids, codes = replyXids(t, serveWith(t, refused, in, 5*time.Second))
+	if len(xids) != 1 || xids[0] != 9 || codes[0] != proto.ErrAuthFailed {
+		t.Fatalf("refused auth: replies %v %v, want xid 9 with AuthFailed", xids, codes)
+	}
+}
+
+type authRefusingBackend struct{ echoBackend }
+
+func (*authRefusingBackend) Authenticate(*Conn, string, []byte) ([]proto.ID, bool) { return nil, false }
 
 func TestOversizedFrameClosesConnection(t *testing.T) {
 	in := append(connectFrame(), 0, 0, 0x10, 0x01) // 4097 bytes > MaxBuffer

@@ -7,18 +7,6 @@ import (
 	"github.com/collie-io/collie/server/tree"
 )
 
-// IsRead reports whether a client opcode is answered from local state by
-// Read.
-func IsRead(op proto.OpCode) bool {
-	switch op {
-	case proto.OpExists, proto.OpGetData, proto.OpGetACL, proto.OpGetChildren,
-		proto.OpGetChildren2, proto.OpGetAllChildrenNumber, proto.OpGetEphemerals,
-		proto.OpMultiRead:
-		return true
-	}
-	return false
-}
-
 // Read answers a read request from the local state, with ZooKeeper's ACL
 // checks and error codes. It does not register watches: the caller does,
 // for a getData or getChildren that succeeded and for any exists.
