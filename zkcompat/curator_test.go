@@ -32,6 +32,7 @@ var curatorScenarios = []string{
 	"persistentnode",    // PersistentNode: an ephemeral node kept in place
 	"ttl",               // PERSISTENT_WITH_TTL nodes and their expiry
 	"sessionloss",       // a lock holder's session ends; Curator recovers
+	"background",        // pipelined inBackground operations keep the session's order
 }
 
 // curatorTimeout bounds one run of curatorProgram: a JVM that compiles the

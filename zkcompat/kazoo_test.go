@@ -55,6 +55,9 @@ func TestKazoo(t *testing.T) {
 		{"counter.py", []string{
 			"ok: concurrent increments all counted = 203",
 		}},
+		{"pipelined.py", []string{
+			"ok: 200 pipelined rounds gave the same record",
+		}},
 		{"queue_recipes.py", []string{
 			"ok: Queue delivers every item exactly once (40 items)",
 			"ok: LockingQueue delivers every item exactly once (40 items)",

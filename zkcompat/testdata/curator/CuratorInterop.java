@@ -24,6 +24,9 @@ import java.util.function.BooleanSupplier;
 import java.util.stream.Collectors;
 
 import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.api.BackgroundCallback;
+import org.apache.curator.framework.api.CuratorEvent;
+import org.apache.curator.framework.api.CuratorWatcher;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.api.transaction.CuratorOp;
 import org.apache.curator.framework.api.transaction.CuratorTransactionResult;
@@ -46,6 +49,7 @@ import org.apache.curator.retry.RetryUntilElapsed;
 import org.apache.zookeeper.CreateMode;
 import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.OpResult;
+import org.apache.zookeeper.WatchedEvent;
 import org.apache.zookeeper.Watcher;
 import org.apache.zookeeper.ZooKeeper;
 import org.apache.zookeeper.data.Stat;
@@ -85,6 +89,7 @@ public class CuratorInterop {
         SCENARIOS.put("persistentnode", CuratorInterop::persistentNode);
         SCENARIOS.put("ttl", CuratorInterop::ttl);
         SCENARIOS.put("sessionloss", CuratorInterop::sessionLoss);
+        SCENARIOS.put("background", CuratorInterop::background);
     }
 
     public static void main(String[] args) throws Exception {
@@ -849,6 +854,91 @@ public class CuratorInterop {
             }).get(WAIT_SECONDS, TimeUnit.SECONDS);
         } finally {
             pool.shutdownNow();
+        }
+    }
+
+    /**
+     * Pipelined background operations on one session, as Curator's
+     * asynchronous users send them: a dozen requests go out without
+     * waiting (reads that set watches, writes that fire them, a write with
+     * a wrong version, sync, a transaction, delete), and every callback and
+     * watch event is recorded in the order the client delivers them: its
+     * event thread takes replies and events in the order they arrive on
+     * the connection. Every round must give ZooKeeper's record: each read
+     * shows the session's earlier writes and none of its later ones, and
+     * each event comes just before the reply of the write that fired it.
+     */
+    static void background(String connect) throws Exception {
+        String root = "/curator/background";
+        int rounds = 100;
+        try (CuratorFramework c = connect(connect)) {
+            c.create().creatingParentsIfNeeded().forPath(root);
+            for (int round = 0; round < rounds; round++) {
+                String parent = root + "/r" + round;
+                String q = parent + "/q";
+                c.create().forPath(parent);
+                List<String> record = new CopyOnWriteArrayList<>();
+                CountDownLatch replies = new CountDownLatch(12);
+                BackgroundCallback cb = (client, e) -> {
+                    record.add(describe(e));
+                    replies.countDown();
+                };
+                CuratorWatcher watcher = (WatchedEvent e) -> record.add("event " + e.getType());
+                c.checkExists().usingWatcher(watcher).inBackground(cb).forPath(q);
+                c.create().inBackground(cb).forPath(q, bytes("x"));
+                c.getData().usingWatcher(watcher).inBackground(cb).forPath(q);
+                c.getChildren().usingWatcher(watcher).inBackground(cb).forPath(parent);
+                c.setData().inBackground(cb).forPath(q, bytes("y"));
+                c.setData().withVersion(0).inBackground(cb).forPath(q, bytes("z"));
+                c.checkExists().inBackground(cb).forPath(q);
+                c.sync().inBackground(cb).forPath(q);
+                c.transaction().inBackground(cb).forOperations(List.of(
+                        c.transactionOp().check().withVersion(1).forPath(q),
+                        c.transactionOp().setData().forPath(q, bytes("t"))));
+                c.getData().inBackground(cb).forPath(q);
+                c.delete().inBackground(cb).forPath(q);
+                c.checkExists().inBackground(cb).forPath(q);
+                check(replies.await(WAIT_SECONDS, TimeUnit.SECONDS), "round %d: replies missing; got %s", round, record);
+                c.delete().forPath(parent);
+                checkEqual(List.of(
+                        "EXISTS " + q + " NONODE",
+                        "event NodeCreated",
+                        "CREATE " + q + " OK",
+                        "GET_DATA " + q + " OK x v0",
+                        "CHILDREN " + parent + " OK [q]",
+                        "event NodeDataChanged",
+                        "SET_DATA " + q + " OK v1",
+                        "SET_DATA " + q + " BADVERSION",
+                        "EXISTS " + q + " OK v1",
+                        "SYNC " + q + " OK",
+                        "TRANSACTION null OK",
+                        "GET_DATA " + q + " OK t v2",
+                        "event NodeChildrenChanged",
+                        "DELETE " + q + " OK",
+                        "EXISTS " + q + " NONODE"), record, "round " + round + ": replies and events in the order delivered");
+            }
+            c.delete().forPath(root);
+        }
+    }
+
+    /** One background callback as a short line: operation, path, result. */
+    static String describe(CuratorEvent e) {
+        String line = e.getType() + " " + e.getPath() + " " + KeeperException.Code.get(e.getResultCode());
+        if (e.getResultCode() != 0) {
+            return line;
+        }
+        switch (e.getType()) {
+            case GET_DATA:
+                return line + " " + str(e.getData()) + " v" + e.getStat().getVersion();
+            case EXISTS:
+            case SET_DATA:
+                return line + " v" + e.getStat().getVersion();
+            case CHILDREN:
+                List<String> children = new ArrayList<>(e.getChildren());
+                children.sort(null);
+                return line + " " + children;
+            default:
+                return line;
         }
     }
 }
