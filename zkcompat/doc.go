@@ -5,4 +5,10 @@
 //
 // The tests start the real ZooKeeper from the Debian package; scripts/test.sh
 // installs it.
+//
+// TestPipelinedDifferential and TestPipelinedHistory hold Collie to
+// ZooKeeper's order of one session's requests when a client pipelines them.
+// They run a few seeds by default; a soak runs more:
+//
+//	COLLIE_PIPELINE_SEEDS=200 go test -race -run 'TestPipelined' -timeout 3h ./zkcompat/
 package zkcompat

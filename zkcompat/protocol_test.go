@@ -296,6 +296,23 @@ func describeReq(r proto.Record) string {
 // between servers by design: zxids, times, session ids (shown by
 // connection name).
 func describeReply(op proto.OpCode, code proto.Code, body []byte, sessions map[int64]string) string {
+	r := newResponse(op)
+	if r == nil || len(body) == 0 {
+		return fmt.Sprintf("body=%d bytes", len(body))
+	}
+	if err := proto.Unmarshal(body, r); err != nil {
+		return fmt.Sprintf("undecodable body %x", body)
+	}
+	// Our encoding of what we decoded must be ZooKeeper's bytes exactly.
+	if again := proto.Marshal(r); !bytes.Equal(again, body) {
+		return fmt.Sprintf("re-encoded %x, received %x", again, body)
+	}
+	return normalize(r, sessions)
+}
+
+// newResponse returns a record for the body of a reply to op, or nil for
+// a reply without one.
+func newResponse(op proto.OpCode) proto.Record {
 	var r proto.Record
 	switch op {
 	case proto.OpCreate:
@@ -329,17 +346,7 @@ func describeReply(op proto.OpCode, code proto.Code, body []byte, sessions map[i
 	case proto.OpAddWatch:
 		r = &proto.ErrorResponse{}
 	}
-	if r == nil || len(body) == 0 {
-		return fmt.Sprintf("body=%d bytes", len(body))
-	}
-	if err := proto.Unmarshal(body, r); err != nil {
-		return fmt.Sprintf("undecodable body %x", body)
-	}
-	// Our encoding of what we decoded must be ZooKeeper's bytes exactly.
-	if again := proto.Marshal(r); !bytes.Equal(again, body) {
-		return fmt.Sprintf("re-encoded %x, received %x", again, body)
-	}
-	return normalize(r, sessions)
+	return r
 }
 
 func normalize(r proto.Record, sessions map[int64]string) string {

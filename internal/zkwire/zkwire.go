@@ -101,39 +101,112 @@ func (c *Conn) Call(op proto.OpCode, req proto.Record) (proto.ReplyHeader, []byt
 // CallXid is Call with a given xid (negative xids are ZooKeeper's special
 // ones: ping -2, auth -4, setWatches -8).
 func (c *Conn) CallXid(xid int32, op proto.OpCode, req proto.Record) (proto.ReplyHeader, []byte, error) {
-	e := proto.NewEncoder(nil)
-	(&proto.RequestHeader{Xid: xid, Type: op}).Encode(e)
-	if req != nil {
-		req.Encode(e)
-	}
-	if err := c.WriteFrame(e.Bytes()); err != nil {
+	if err := c.WriteFrame(encodeRequest(Request{Xid: xid, Op: op, Req: req})); err != nil {
 		return proto.ReplyHeader{}, nil, err
 	}
 	for {
-		b, err := c.ReadFrame()
+		f, err := c.Receive()
 		if err != nil {
-			return proto.ReplyHeader{}, nil, err
+			return f.Header, nil, err
 		}
-		d := proto.NewDecoder(b)
-		var hdr proto.ReplyHeader
-		hdr.Decode(d)
-		if d.Err() != nil {
-			return hdr, nil, d.Err()
-		}
-		body := b[len(b)-d.Remaining():]
-		if hdr.Xid == proto.XidNotification {
-			var ev proto.WatcherEvent
-			if err := proto.Unmarshal(body, &ev); err != nil {
-				return hdr, nil, err
-			}
-			c.Events = append(c.Events, ev)
+		if f.Header.Xid == proto.XidNotification {
+			c.Events = append(c.Events, f.Event)
 			continue
 		}
-		if hdr.Xid != xid {
-			return hdr, nil, fmt.Errorf("reply xid %d, want %d", hdr.Xid, xid)
+		if f.Header.Xid != xid {
+			return f.Header, nil, fmt.Errorf("reply xid %d, want %d", f.Header.Xid, xid)
 		}
-		return hdr, body, nil
+		return f.Header, f.Body, nil
 	}
+}
+
+// A Request is one request of a pipeline.
+type Request struct {
+	Xid int32 // NextXid for a numbered request, or a special xid
+	Op  proto.OpCode
+	Req proto.Record // nil for a request without a body
+}
+
+// A Frame is one packet the server sent after the handshake: the reply to
+// a request, or a watch event (Header.Xid is proto.XidNotification).
+type Frame struct {
+	Header proto.ReplyHeader
+	Body   []byte             // the reply's undecoded body
+	Event  proto.WatcherEvent // the event, when the frame is one
+}
+
+// NextXid returns the xid of the next numbered request, the one Call
+// would use.
+func (c *Conn) NextXid() int32 {
+	c.xid++
+	return c.xid
+}
+
+func encodeRequest(r Request) []byte {
+	e := proto.NewEncoder(nil)
+	(&proto.RequestHeader{Xid: r.Xid, Type: r.Op}).Encode(e)
+	if r.Req != nil {
+		r.Req.Encode(e)
+	}
+	return e.Bytes()
+}
+
+// Send writes reqs back to back, in one write, without waiting for any
+// reply: a client pipelining its requests.
+func (c *Conn) Send(reqs ...Request) error {
+	var buf []byte
+	for _, r := range reqs {
+		b := encodeRequest(r)
+		buf = binary.BigEndian.AppendUint32(buf, uint32(len(b)))
+		buf = append(buf, b...)
+	}
+	c.NC.SetWriteDeadline(time.Now().Add(Timeout))
+	_, err := c.NC.Write(buf)
+	return err
+}
+
+// Receive reads the next frame, reply or event. Unlike Call, it leaves
+// Events alone: the caller sees every event in the frames it receives.
+func (c *Conn) Receive() (Frame, error) {
+	b, err := c.ReadFrame()
+	if err != nil {
+		return Frame{}, err
+	}
+	d := proto.NewDecoder(b)
+	var f Frame
+	f.Header.Decode(d)
+	if d.Err() != nil {
+		return f, d.Err()
+	}
+	f.Body = b[len(b)-d.Remaining():]
+	if f.Header.Xid == proto.XidNotification {
+		if err := proto.Unmarshal(f.Body, &f.Event); err != nil {
+			return f, err
+		}
+	}
+	return f, nil
+}
+
+// Pipeline sends reqs as Send does, then reads until every one of them has
+// its reply, and returns every frame received meanwhile, events included,
+// in the order they arrived. On an error it returns the frames received
+// before it.
+func (c *Conn) Pipeline(reqs ...Request) ([]Frame, error) {
+	if err := c.Send(reqs...); err != nil {
+		return nil, err
+	}
+	var frames []Frame
+	for replies := 0; replies < len(reqs); {
+		f, err := c.Receive()
+		if err != nil {
+			return frames, err
+		}
+		frames = append(frames, f)
+		if f.Header.Xid != proto.XidNotification {
+			replies++
+		}
+	}
+	return frames, nil
 }
 
 // Do is Call that decodes the body into resp when the reply is OK, and
