@@ -51,8 +51,25 @@ type Result struct {
 	Znodes       int64   `json:"znodes,omitempty"`
 	ZnodesPerSec float64 `json:"znodes_per_sec,omitempty"`
 	Latency      Latency `json:"latency_ms"`
+	// ReadYourWrites is what the pipeline workload checked; nil for the
+	// other workloads.
+	ReadYourWrites *ReadYourWrites `json:"read_your_writes,omitempty"`
 
 	items int64
+}
+
+// ReadYourWrites is the check of the pipeline workload: a read shows
+// every write of its own session acknowledged before it was sent, and no
+// write never sent.
+type ReadYourWrites struct {
+	// Checked is the number of reads checked (all but those of a key one
+	// of whose writes failed).
+	Checked int64 `json:"checked"`
+	// Violations is the number of checked reads that failed the check;
+	// each is also counted in Result.Errors. FirstViolation says what
+	// the first one showed.
+	Violations     int64  `json:"violations"`
+	FirstViolation string `json:"first_violation,omitempty"`
 }
 
 // Latency summarizes the latencies of the ops that succeeded.
@@ -98,7 +115,7 @@ func newReport(cfg *Config) *Report {
 	if cfg.Rate > 0 {
 		r.Loop = "open"
 	}
-	if cfg.Workload == "mixed" {
+	if cfg.Workload == "mixed" || cfg.Workload == "pipeline" {
 		r.ReadRatio = cfg.ReadRatio
 	}
 	if cfg.Compare != "" {
@@ -177,6 +194,14 @@ func (r *Report) WriteText(w io.Writer) error {
 		if res.Znodes > 0 {
 			fmt.Fprintf(&b, "%s%d znodes in %.2fs: %.0f znodes/s\n", labelPrefix(res.Label), res.Znodes, res.ElapsedS, res.ZnodesPerSec)
 		}
+		if rw := res.ReadYourWrites; rw != nil {
+			if rw.Violations == 0 {
+				fmt.Fprintf(&b, "%sread-your-writes: %d reads checked, no violation\n", labelPrefix(res.Label), rw.Checked)
+			} else {
+				fmt.Fprintf(&b, "%sread-your-writes VIOLATED by %d of %d reads checked; first: %s\n",
+					labelPrefix(res.Label), rw.Violations, rw.Checked, rw.FirstViolation)
+			}
+		}
 		if res.FirstError != "" {
 			fmt.Fprintf(&b, "%sfirst error: %s\n", labelPrefix(res.Label), res.FirstError)
 		}
@@ -196,7 +221,7 @@ func labelPrefix(label string) string {
 func (r *Report) settings() string {
 	var parts []string
 	what := r.Workload
-	if r.Workload == "mixed" {
+	if r.Workload == "mixed" || r.Workload == "pipeline" {
 		what += fmt.Sprintf(" (%.0f%% reads)", 100*r.ReadRatio)
 	}
 	parts = append(parts, what, fmt.Sprintf("%d clients × %d in flight", r.Clients, r.Inflight))
