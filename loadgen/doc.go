@@ -54,7 +54,9 @@
 // key's worker has had acknowledged, and the answer must show them or
 // later ones (and none beyond what was sent). A read that does not is a
 // violation: it counts as an error, Result.ReadYourWrites counts it, and
-// the report says so. A key one of whose writes failed is checked no
+// the report says so. The report also gives the share of reads sent while
+// a write of their session was in progress, which the server had to hold
+// behind that write. A key one of whose writes failed is checked no
 // more, since that write may or may not have taken effect. Reads that
 // overtake a write of their session still in flight are what the server
 // orders, but the client does not say which went on the wire first, so

@@ -30,6 +30,7 @@ type worker struct {
 	end      time.Time // when it ended; zero until an op sets it
 	opItems  int64     // znodes made by the current op (fill), else 1
 	opChecks int64     // reads the current op checked (pipeline)
+	opBehind int64     // of those, sent behind a write of the session
 
 	mu       sync.Mutex // guards the fields below against the progress line
 	hist     Histogram
@@ -38,9 +39,10 @@ type worker struct {
 	errs     int64 // ops that failed
 	firstErr error
 	// checks counts the reads checked against the session's writes,
+	// behind those sent while a write of the session was in progress,
 	// violations those that failed the check (each also in errs).
-	checks, violations int64
-	firstViolation     error
+	checks, behind, violations int64
+	firstViolation             error
 }
 
 // markStart starts the measurement of the current op now instead of when
@@ -58,7 +60,7 @@ func (w *worker) markEnd() { w.end = w.clk.Now() }
 // counts as an error.
 func (w *worker) do(ctx, opCtx context.Context, op func(context.Context, *worker) error, due time.Time) error {
 	began := w.clk.Now()
-	w.start, w.end, w.opItems, w.opChecks = began, time.Time{}, 1, 0
+	w.start, w.end, w.opItems, w.opChecks, w.opBehind = began, time.Time{}, 1, 0, 0
 	err := op(opCtx, w)
 	if errors.Is(err, errDone) {
 		return err
@@ -73,6 +75,7 @@ func (w *worker) do(ctx, opCtx context.Context, op func(context.Context, *worker
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.checks += w.opChecks
+	w.behind += w.opBehind
 	switch {
 	case err == nil:
 		w.hist.Record(latency)

@@ -37,6 +37,9 @@ type pipelineLoad struct {
 	readRatio float64
 	sessions  int
 	keys      []*pipeKey // keys[i] is worker i's
+	// writing counts, by session, the writes whose call has been made and
+	// has not returned.
+	writing []atomic.Int32
 }
 
 // pipeKey is a key of the pipeline workload and what its worker has sent
@@ -75,6 +78,7 @@ const toggleShare = 4
 
 func (l *pipelineLoad) setup(ctx context.Context, t *target) error {
 	l.sessions = len(t.clients)
+	l.writing = make([]atomic.Int32, l.sessions)
 	l.keys = make([]*pipeKey, len(t.workers))
 	paths := make([]string, len(t.workers))
 	for i := range l.keys {
@@ -90,19 +94,23 @@ func (l *pipelineLoad) op(ctx context.Context, w *worker) error {
 		j := w.id%l.sessions + l.sessions*w.rng.IntN(len(l.keys)/l.sessions)
 		return l.read(ctx, w, readMix[w.rng.IntN(len(readMix))], l.keys[j])
 	}
-	k := l.keys[w.id]
 	if w.rng.IntN(toggleShare) == 0 {
-		return l.toggle(ctx, w.c, k)
+		return l.toggle(ctx, w)
 	}
-	return l.set(ctx, w.c, k)
+	return l.set(ctx, w)
 }
 
-// set sets k's data to the next value; only k's worker calls it.
-func (l *pipelineLoad) set(ctx context.Context, c *client.Client, k *pipeKey) error {
+// set sets the data of w's key to the next value.
+func (l *pipelineLoad) set(ctx context.Context, w *worker) error {
+	k := l.keys[w.id]
 	n := k.sentSets.Load() + 1
 	k.value = appendValue(k.value[:0], n, l.filler)
 	k.sentSets.Store(n)
-	if _, err := c.Set(ctx, k.path, k.value, client.AnyVersion); err != nil {
+	writing := &l.writing[w.id%l.sessions]
+	writing.Add(1)
+	_, err := w.c.Set(ctx, k.path, k.value, client.AnyVersion)
+	writing.Add(-1)
+	if err != nil {
 		k.unsure.Store(true)
 		return err
 	}
@@ -110,17 +118,20 @@ func (l *pipelineLoad) set(ctx context.Context, c *client.Client, k *pipeKey) er
 	return nil
 }
 
-// toggle creates k's child if it has none, or deletes it; only k's worker
-// calls it.
-func (l *pipelineLoad) toggle(ctx context.Context, c *client.Client, k *pipeKey) error {
+// toggle creates the child of w's key if it has none, or deletes it.
+func (l *pipelineLoad) toggle(ctx context.Context, w *worker) error {
+	k := l.keys[w.id]
 	n := k.sentToggles.Load() + 1
 	k.sentToggles.Store(n)
+	writing := &l.writing[w.id%l.sessions]
+	writing.Add(1)
 	var err error
 	if n%2 == 1 {
-		_, _, err = c.Create(ctx, k.child, nil, client.ModePersistent, nil)
+		_, _, err = w.c.Create(ctx, k.child, nil, client.ModePersistent, nil)
 	} else {
-		err = c.Delete(ctx, k.child, client.AnyVersion)
+		err = w.c.Delete(ctx, k.child, client.AnyVersion)
 	}
+	writing.Add(-1)
 	if err != nil {
 		k.unsure.Store(true)
 		return err
@@ -134,6 +145,7 @@ func (l *pipelineLoad) read(ctx context.Context, w *worker, kind readKind, k *pi
 	// Loaded before the read is handed to the client, so acknowledged
 	// before it was sent.
 	ackedSets, ackedToggles := k.ackedSets.Load(), k.ackedToggles.Load()
+	behind := l.writing[w.id%l.sessions].Load() > 0
 	var (
 		op       string
 		shown    int64
@@ -182,6 +194,9 @@ func (l *pipelineLoad) read(ctx context.Context, w *worker, kind readKind, k *pi
 		return nil
 	}
 	w.opChecks = 1
+	if behind {
+		w.opBehind = 1
+	}
 	if mismatch != nil {
 		return mismatch
 	}

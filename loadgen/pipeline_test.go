@@ -191,10 +191,10 @@ func TestPipelineFlagsStaleReads(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := l.set(ctx, writer.c, k); err != nil {
+	if err := l.set(ctx, writer); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.toggle(ctx, writer.c, k); err != nil {
+	if err := l.toggle(ctx, writer); err != nil {
 		t.Fatal(err)
 	}
 	for _, kind := range kinds {
@@ -217,7 +217,7 @@ func TestPipelineFlagsStaleReads(t *testing.T) {
 	if err := report.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(text.String(), "read-your-writes VIOLATED by 3 of 6 reads checked") {
+	if !strings.Contains(text.String(), "read-your-writes VIOLATED by 3 of 6 reads checked (0% sent behind a write") {
 		t.Errorf("report:\n%s", text.String())
 	}
 }

@@ -65,11 +65,21 @@ type ReadYourWrites struct {
 	// Checked is the number of reads checked (all but those of a key one
 	// of whose writes failed).
 	Checked int64 `json:"checked"`
+	// BehindWrites is how many of them were sent while a write of their
+	// session was in progress (its call made, its reply not yet back):
+	// reads the server must hold behind that write.
+	BehindWrites int64 `json:"behind_writes"`
 	// Violations is the number of checked reads that failed the check;
 	// each is also counted in Result.Errors. FirstViolation says what
 	// the first one showed.
 	Violations     int64  `json:"violations"`
 	FirstViolation string `json:"first_violation,omitempty"`
+}
+
+// BehindShare returns BehindWrites as a share of Checked (0 when none was
+// checked).
+func (rw *ReadYourWrites) BehindShare() float64 {
+	return float64(rw.BehindWrites) / float64(max(rw.Checked, 1))
 }
 
 // Latency summarizes the latencies of the ops that succeeded.
@@ -195,11 +205,13 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "%s%d znodes in %.2fs: %.0f znodes/s\n", labelPrefix(res.Label), res.Znodes, res.ElapsedS, res.ZnodesPerSec)
 		}
 		if rw := res.ReadYourWrites; rw != nil {
+			behind := fmt.Sprintf("%d reads checked (%.0f%% sent behind a write of their session in progress)",
+				rw.Checked, 100*rw.BehindShare())
 			if rw.Violations == 0 {
-				fmt.Fprintf(&b, "%sread-your-writes: %d reads checked, no violation\n", labelPrefix(res.Label), rw.Checked)
+				fmt.Fprintf(&b, "%sread-your-writes: %s, no violation\n", labelPrefix(res.Label), behind)
 			} else {
-				fmt.Fprintf(&b, "%sread-your-writes VIOLATED by %d of %d reads checked; first: %s\n",
-					labelPrefix(res.Label), rw.Violations, rw.Checked, rw.FirstViolation)
+				fmt.Fprintf(&b, "%sread-your-writes VIOLATED by %d of %s; first: %s\n",
+					labelPrefix(res.Label), rw.Violations, behind, rw.FirstViolation)
 			}
 		}
 		if res.FirstError != "" {

@@ -388,7 +388,7 @@ func (t *target) forget() {
 		w.mu.Lock()
 		w.hist.Reset()
 		w.ops, w.items, w.errs, w.firstErr = 0, 0, 0, nil
-		w.checks, w.violations, w.firstViolation = 0, 0, nil
+		w.checks, w.behind, w.violations, w.firstViolation = 0, 0, 0, nil
 		w.mu.Unlock()
 	}
 }
@@ -421,6 +421,7 @@ func (t *target) result(workload string) Result {
 			r.FirstError = w.firstErr.Error()
 		}
 		rw.Checked += w.checks
+		rw.BehindWrites += w.behind
 		rw.Violations += w.violations
 		if rw.FirstViolation == "" && w.firstViolation != nil {
 			rw.FirstViolation = w.firstViolation.Error()

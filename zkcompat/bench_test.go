@@ -160,10 +160,10 @@ func TestLoadAgainstZooKeeper(t *testing.T) {
 		}
 	}
 	var piped [2]benchLoadResult
-	var checked [2]int64
+	var checked [2]loadgen.ReadYourWrites
 	for i, s := range servers {
 		piped[i], checked[i] = benchRunPipeline(t, s, settings)
-		t.Logf("pipelined, %s: %s; %d reads checked for read-your-writes", s.name(), piped[i], checked[i])
+		t.Logf("pipelined, %s: %s; read-your-writes %+v", s.name(), piped[i], checked[i])
 	}
 	report.WriteString(benchLoadTableRow(fmt.Sprintf("pipelined %.0f%% reads 1 KiB, %d sessions × %d in flight",
 		100*loadgen.DefaultReadRatio, benchPipelineSessions, benchPipelineInflight), piped[0], piped[1]))
@@ -180,8 +180,8 @@ func TestLoadAgainstZooKeeper(t *testing.T) {
 	fmt.Fprintf(&report, "\nLoad average after: %s.\n", benchLoadAverage())
 	fmt.Fprintf(&report, "\nThe pipelined row is `collie bench -workload pipeline` (Collie's Go client, not go-zookeeper): "+
 		"reads are half getData, a quarter each exists and getChildren; writes three in four setData, the fourth a create or "+
-		"delete of a child; every session works on znodes of its own. Read-your-writes held on %d reads of Collie and %d of ZooKeeper.\n",
-		checked[0], checked[1])
+		"delete of a child; every session works on znodes of its own. Read-your-writes held on %s of Collie and %s of ZooKeeper.\n",
+		benchReadsChecked(checked[0]), benchReadsChecked(checked[1]))
 	for _, cs := range conns {
 		for _, c := range cs {
 			c.Close()
@@ -552,9 +552,9 @@ func benchRunLoad(t *testing.T, conns []*zk.Conn, pid int, op func(*zk.Conn, str
 // unmeasured run as the warm-up, then the measured one, with the CPU time
 // of the server and of the test process taken around it (which thus
 // includes connecting and making and removing the run's few hundred
-// znodes). It returns what was measured and the number of reads checked
-// for read-your-writes; an error or a violation fails the test.
-func benchRunPipeline(t *testing.T, s benchServer, settings benchSettings) (benchLoadResult, int64) {
+// znodes). It returns what was measured and what the read-your-writes
+// check saw; an error or a violation fails the test.
+func benchRunPipeline(t *testing.T, s benchServer, settings benchSettings) (benchLoadResult, loadgen.ReadYourWrites) {
 	t.Helper()
 	cfg := loadgen.Config{
 		Connect:        s.addr(),
@@ -589,7 +589,14 @@ func benchRunPipeline(t *testing.T, s benchServer, settings benchSettings) (benc
 		ops: int(res.Ops), elapsed: res.Elapsed,
 		p50: res.Latency.P50, p99: res.Latency.P99, max: res.Latency.Max,
 		serverCPU: serverAfter - serverBefore, clientCPU: clientAfter - clientBefore,
-	}, res.ReadYourWrites.Checked
+	}, *res.ReadYourWrites
+}
+
+// benchReadsChecked says how many reads were checked and how many of
+// them were sent behind a write of their session in progress.
+func benchReadsChecked(rw loadgen.ReadYourWrites) string {
+	return fmt.Sprintf("%d reads (%.0f%% of them sent behind a write of their session in progress)",
+		rw.Checked, 100*rw.BehindShare())
 }
 
 // benchProcessCPU returns the user and system CPU time a process has used.

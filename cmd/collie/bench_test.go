@@ -22,7 +22,7 @@ func TestBenchPipeline(t *testing.T) {
 	// in flight, and the report says what it checked.
 	status, stdout, stderr := bench(common...)
 	if status != 0 || !strings.Contains(stdout, "pipeline (90% reads), 2 clients × 16 in flight") ||
-		!strings.Contains(stdout, "read-your-writes: ") || !strings.Contains(stdout, " reads checked, no violation") {
+		!strings.Contains(stdout, "read-your-writes: ") || !strings.Contains(stdout, "sent behind a write of their session in progress), no violation") {
 		t.Errorf("pipeline: status %d, stdout:\n%s\nstderr:\n%s", status, stdout, stderr)
 	}
 
