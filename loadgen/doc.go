@@ -27,6 +27,12 @@
 //	set       Set on a znode of the worker's own, or on one of Nodes at random
 //	get       Get, on the same key space
 //	mixed     Get with probability ReadRatio, otherwise Set
+//	pipeline  Inflight requests in flight per session (16 by default),
+//	          reads with probability ReadRatio (half Get, a quarter each
+//	          Exists and Children), otherwise writes (three in four Set,
+//	          the fourth a Create or Delete of a child, in turn), on
+//	          znodes the session's own workers write; each read is checked
+//	          against the session's acknowledged writes
 //	lock      one acquisition and release of an exclusive lock (ephemeral
 //	          sequential node, watch on the predecessor only); Nodes locks
 //	watch     ExistsW on the worker's node, Set through the next session,
@@ -34,6 +40,29 @@
 //	sessions  open a session and close it
 //	fill      one transaction creating as many znodes of Size bytes as the
 //	          request limit allows, until Nodes exist
+//
+// # Read-your-writes
+//
+// The pipeline workload makes reads queue at the server behind writes of
+// their own session, the case where a server must keep the session's
+// order, and checks the answers while it measures. Worker i of a run is
+// the only writer of its key, so the key's writes take effect in the
+// order sent; a value carries the number of sets of its key so far, and
+// a key's Stat.Version and Stat.Cversion count its sets and the creations
+// and deletions of its child. A read goes to a key of any worker of the
+// same session; before sending it, the reader loads the counters the
+// key's worker has had acknowledged, and the answer must show them or
+// later ones (and none beyond what was sent). A read that does not is a
+// violation: it counts as an error, Result.ReadYourWrites counts it, and
+// the report says so. The report also gives the share of reads sent while
+// a write of their session was in progress, which the server had to hold
+// behind that write. A key one of whose writes failed is checked no
+// more, since that write may or may not have taken effect. Reads that
+// overtake a write of their session still in flight are what the server
+// orders, but the client does not say which went on the wire first, so
+// the check is against acknowledged writes only: it never flags a correct
+// server, and it catches a server that answers a read from before a write
+// it has already acknowledged to the session.
 //
 // # Measurement
 //

@@ -24,11 +24,13 @@ type worker struct {
 	clk  Clock
 
 	// Used only by the worker's own goroutine.
-	rng     *rand.Rand
-	seq     int64     // create's next node number
-	start   time.Time // when the measured part of the current op began
-	end     time.Time // when it ended; zero until an op sets it
-	opItems int64     // znodes made by the current op (fill), else 1
+	rng      *rand.Rand
+	seq      int64     // create's next node number
+	start    time.Time // when the measured part of the current op began
+	end      time.Time // when it ended; zero until an op sets it
+	opItems  int64     // znodes made by the current op (fill), else 1
+	opChecks int64     // reads the current op checked (pipeline)
+	opBehind int64     // of those, sent behind a write of the session
 
 	mu       sync.Mutex // guards the fields below against the progress line
 	hist     Histogram
@@ -36,6 +38,11 @@ type worker struct {
 	items    int64 // the sum of their opItems
 	errs     int64 // ops that failed
 	firstErr error
+	// checks counts the reads checked against the session's writes,
+	// behind those sent while a write of the session was in progress,
+	// violations those that failed the check (each also in errs).
+	checks, behind, violations int64
+	firstViolation             error
 }
 
 // markStart starts the measurement of the current op now instead of when
@@ -53,7 +60,7 @@ func (w *worker) markEnd() { w.end = w.clk.Now() }
 // counts as an error.
 func (w *worker) do(ctx, opCtx context.Context, op func(context.Context, *worker) error, due time.Time) error {
 	began := w.clk.Now()
-	w.start, w.end, w.opItems = began, time.Time{}, 1
+	w.start, w.end, w.opItems, w.opChecks, w.opBehind = began, time.Time{}, 1, 0, 0
 	err := op(opCtx, w)
 	if errors.Is(err, errDone) {
 		return err
@@ -67,19 +74,33 @@ func (w *worker) do(ctx, opCtx context.Context, op func(context.Context, *worker
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.checks += w.opChecks
+	w.behind += w.opBehind
 	switch {
 	case err == nil:
 		w.hist.Record(latency)
 		w.ops++
 		w.items += w.opItems
+	case errors.Is(err, errInconsistent):
+		// Counted whether or not ctx has ended: the reply came.
+		w.violations++
+		if w.firstViolation == nil {
+			w.firstViolation = err
+		}
+		w.failed(err)
 	case ctx.Err() != nil:
 	default:
-		w.errs++
-		if w.firstErr == nil {
-			w.firstErr = err
-		}
+		w.failed(err)
 	}
 	return nil
+}
+
+// failed counts an op that failed; w.mu must be held.
+func (w *worker) failed(err error) {
+	w.errs++
+	if w.firstErr == nil {
+		w.firstErr = err
+	}
 }
 
 // phaseSpec is one stretch of load on one target.

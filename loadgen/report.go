@@ -51,8 +51,35 @@ type Result struct {
 	Znodes       int64   `json:"znodes,omitempty"`
 	ZnodesPerSec float64 `json:"znodes_per_sec,omitempty"`
 	Latency      Latency `json:"latency_ms"`
+	// ReadYourWrites is what the pipeline workload checked; nil for the
+	// other workloads.
+	ReadYourWrites *ReadYourWrites `json:"read_your_writes,omitempty"`
 
 	items int64
+}
+
+// ReadYourWrites is the check of the pipeline workload: a read shows
+// every write of its own session acknowledged before it was sent, and no
+// write never sent.
+type ReadYourWrites struct {
+	// Checked is the number of reads checked (all but those of a key one
+	// of whose writes failed).
+	Checked int64 `json:"checked"`
+	// BehindWrites is how many of them were sent while a write of their
+	// session was in progress (its call made, its reply not yet back):
+	// reads the server must hold behind that write.
+	BehindWrites int64 `json:"behind_writes"`
+	// Violations is the number of checked reads that failed the check;
+	// each is also counted in Result.Errors. FirstViolation says what
+	// the first one showed.
+	Violations     int64  `json:"violations"`
+	FirstViolation string `json:"first_violation,omitempty"`
+}
+
+// BehindShare returns BehindWrites as a share of Checked (0 when none was
+// checked).
+func (rw *ReadYourWrites) BehindShare() float64 {
+	return float64(rw.BehindWrites) / float64(max(rw.Checked, 1))
 }
 
 // Latency summarizes the latencies of the ops that succeeded.
@@ -98,7 +125,7 @@ func newReport(cfg *Config) *Report {
 	if cfg.Rate > 0 {
 		r.Loop = "open"
 	}
-	if cfg.Workload == "mixed" {
+	if cfg.Workload == "mixed" || cfg.Workload == "pipeline" {
 		r.ReadRatio = cfg.ReadRatio
 	}
 	if cfg.Compare != "" {
@@ -177,6 +204,16 @@ func (r *Report) WriteText(w io.Writer) error {
 		if res.Znodes > 0 {
 			fmt.Fprintf(&b, "%s%d znodes in %.2fs: %.0f znodes/s\n", labelPrefix(res.Label), res.Znodes, res.ElapsedS, res.ZnodesPerSec)
 		}
+		if rw := res.ReadYourWrites; rw != nil {
+			behind := fmt.Sprintf("%d reads checked (%.0f%% sent behind a write of their session in progress)",
+				rw.Checked, 100*rw.BehindShare())
+			if rw.Violations == 0 {
+				fmt.Fprintf(&b, "%sread-your-writes: %s, no violation\n", labelPrefix(res.Label), behind)
+			} else {
+				fmt.Fprintf(&b, "%sread-your-writes VIOLATED by %d of %s; first: %s\n",
+					labelPrefix(res.Label), rw.Violations, behind, rw.FirstViolation)
+			}
+		}
 		if res.FirstError != "" {
 			fmt.Fprintf(&b, "%sfirst error: %s\n", labelPrefix(res.Label), res.FirstError)
 		}
@@ -196,7 +233,7 @@ func labelPrefix(label string) string {
 func (r *Report) settings() string {
 	var parts []string
 	what := r.Workload
-	if r.Workload == "mixed" {
+	if r.Workload == "mixed" || r.Workload == "pipeline" {
 		what += fmt.Sprintf(" (%.0f%% reads)", 100*r.ReadRatio)
 	}
 	parts = append(parts, what, fmt.Sprintf("%d clients × %d in flight", r.Clients, r.Inflight))

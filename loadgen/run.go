@@ -39,7 +39,7 @@ type Config struct {
 	Clients int
 	// Inflight is how many requests each session keeps outstanding
 	// (closed loop) or may have outstanding (open loop): each is a worker
-	// of its own. Default 1.
+	// of its own. Default 1, or DefaultPipelineInflight for pipeline.
 	Inflight int
 	// Duration is the measured time per connect string. Fill ignores it
 	// and runs until its znodes exist. Default 10s.
@@ -55,7 +55,7 @@ type Config struct {
 	// worker), the number of locks of lock (default 1), and the number
 	// of znodes fill creates (default 100000).
 	Nodes int
-	// ReadRatio is the share of reads in mixed, in [0, 1]
+	// ReadRatio is the share of reads in mixed and pipeline, in [0, 1]
 	// (DefaultReadRatio is what the command line uses).
 	ReadRatio float64
 	// Rate, when positive, makes the loop open: Rate requests per second
@@ -113,6 +113,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.Inflight == 0 {
 		cfg.Inflight = 1
+		if cfg.Workload == "pipeline" {
+			cfg.Inflight = DefaultPipelineInflight
+		}
 	}
 	if cfg.Duration == 0 {
 		cfg.Duration = DefaultDuration
@@ -385,6 +388,7 @@ func (t *target) forget() {
 		w.mu.Lock()
 		w.hist.Reset()
 		w.ops, w.items, w.errs, w.firstErr = 0, 0, 0, nil
+		w.checks, w.behind, w.violations, w.firstViolation = 0, 0, 0, nil
 		w.mu.Unlock()
 	}
 }
@@ -406,6 +410,7 @@ func (t *target) phase(ctx context.Context, cfg *Config, d time.Duration) time.D
 func (t *target) result(workload string) Result {
 	var hist Histogram
 	r := Result{Label: t.label, Connect: t.connect, Elapsed: t.elapsed}
+	var rw ReadYourWrites
 	for _, w := range t.workers {
 		w.mu.Lock()
 		hist.Merge(&w.hist)
@@ -415,7 +420,16 @@ func (t *target) result(workload string) Result {
 		if r.FirstError == "" && w.firstErr != nil {
 			r.FirstError = w.firstErr.Error()
 		}
+		rw.Checked += w.checks
+		rw.BehindWrites += w.behind
+		rw.Violations += w.violations
+		if rw.FirstViolation == "" && w.firstViolation != nil {
+			rw.FirstViolation = w.firstViolation.Error()
+		}
 		w.mu.Unlock()
+	}
+	if workload == "pipeline" {
+		r.ReadYourWrites = &rw
 	}
 	r.finish(workload, &hist)
 	return r

@@ -30,6 +30,8 @@ func shortConfig(connect, workload, prefix string) Config {
 	case "get", "mixed":
 		cfg.Nodes = 20
 		cfg.ReadRatio = 0.5
+	case "pipeline":
+		cfg.ReadRatio = 0.7 // with the default 16 in flight per session
 	case "lock":
 		cfg.Inflight = 2 // six contenders for one lock
 	case "fill":
@@ -144,6 +146,12 @@ func runEveryWorkload(t *testing.T, connect string) {
 			res := report.Results[0]
 			if workload == "fill" && res.Znodes != 2500 {
 				t.Errorf("fill made %d znodes, want 2500", res.Znodes)
+			}
+			if rw := res.ReadYourWrites; (workload == "pipeline") != (rw != nil) || (rw != nil && (rw.Checked == 0 || rw.Violations != 0)) {
+				t.Errorf("%s: read-your-writes %+v", workload, rw)
+			}
+			if workload == "pipeline" && report.Inflight != DefaultPipelineInflight {
+				t.Errorf("pipeline ran with %d in flight per session, want %d by default", report.Inflight, DefaultPipelineInflight)
 			}
 		})
 	}

@@ -15,7 +15,7 @@ import (
 
 // Workloads lists the workloads Run knows, in the order the usage text
 // gives them.
-var Workloads = []string{"create", "set", "get", "mixed", "lock", "watch", "sessions", "fill"}
+var Workloads = []string{"create", "set", "get", "mixed", "pipeline", "lock", "watch", "sessions", "fill"}
 
 // fillFanout is how many children a parent gets in the fill workload, so
 // that no listing of children is too large to read back.
@@ -45,6 +45,8 @@ func newWorkload(cfg *Config, root string) (workload, error) {
 		return &createLoad{workerNodes{root: root, data: data}}, nil
 	case "set", "get", "mixed":
 		return &keyLoad{root: root, data: data, nodes: cfg.Nodes, kind: cfg.Workload, readRatio: cfg.ReadRatio}, nil
+	case "pipeline":
+		return &pipelineLoad{root: root, filler: data, readRatio: cfg.ReadRatio}, nil
 	case "lock":
 		return &lockLoad{root: root, locks: max(cfg.Nodes, 1)}, nil
 	case "watch":

@@ -2,9 +2,11 @@
 # Runs Collie's benchmarks and prints their results as tables: first the
 # micro-benchmarks (codec, tree, state machine, WAL), then the load comparison
 # of a Collie server with Apache ZooKeeper 3.8 on this machine
-# (TestLoadAgainstZooKeeper in zkcompat, several minutes). --ensemble runs the
-# comparison of a 3-server Collie ensemble with a 3-server ZooKeeper ensemble
-# instead (TestEnsembleLoadAgainstZooKeeper: load, leader kill, catch-up).
+# (TestLoadAgainstZooKeeper in zkcompat, several minutes: setData, getData,
+# a pipelined mix checked for read-your-writes, many znodes). --ensemble runs
+# the comparison of a 3-server Collie ensemble with a 3-server ZooKeeper
+# ensemble instead (TestEnsembleLoadAgainstZooKeeper: load, leader kill,
+# catch-up).
 # --recipes runs the lock benchmark: a Collie mutex against Curator's
 # InterProcessMutex on the same server (BenchmarkMutex in recipe/lock).
 #
@@ -23,7 +25,7 @@
 set -euo pipefail
 
 usage() {
-	sed -n '2,22s/^# \{0,1\}//p' "$0"
+	sed -n '2,24s/^# \{0,1\}//p' "$0"
 }
 
 micro=true

@@ -23,11 +23,14 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/collie-io/collie/internal/zkref"
+	"github.com/collie-io/collie/loadgen"
 )
 
 // The load comparison runs Collie and ZooKeeper 3.8 side by side on this
 // machine, each as its own process, driven by the same client
-// (go-zookeeper) from the test process. It is a benchmark, not a test: it
+// (go-zookeeper) from the test process; the pipelined row by Collie's
+// client instead, through loadgen, whose pipeline workload keeps many
+// requests of a session in flight and checks read-your-writes. It is a benchmark, not a test: it
 // runs only when COLLIE_BENCH=1 (scripts/bench.sh sets it) and takes several
 // minutes.
 //
@@ -55,6 +58,12 @@ const (
 )
 
 var benchSessions = []int{16, 64}
+
+// The pipelined row: sessions, each with this many requests in flight.
+const (
+	benchPipelineSessions = 16
+	benchPipelineInflight = 16
+)
 
 type benchSettings struct {
 	duration, warmup time.Duration
@@ -94,8 +103,9 @@ func benchSettingsFromEnv(t *testing.T) benchSettings {
 
 // TestLoadAgainstZooKeeper measures Collie against ZooKeeper 3.8 on this
 // machine: throughput and latency of setData and getData of 1 KiB at 16 and
-// 64 sessions, then the time to create many znodes, the server's resident
-// memory holding them, and the time from a kill -9 to a client's first read.
+// 64 sessions and of a pipelined mix of reads and writes, then the time to
+// create many znodes, the server's resident memory holding them, and the
+// time from a kill -9 to a client's first read.
 func TestLoadAgainstZooKeeper(t *testing.T) {
 	if os.Getenv("COLLIE_BENCH") != "1" {
 		t.Skip("a benchmark of several minutes: set COLLIE_BENCH=1 or run scripts/bench.sh")
@@ -120,7 +130,8 @@ func TestLoadAgainstZooKeeper(t *testing.T) {
 
 	var report strings.Builder
 	fmt.Fprintf(&report, "Load: %v measured after %v of warm-up per server and row, Collie then ZooKeeper; "+
-		"closed loop, one goroutine per session. Load average before: %s.\n\n", settings.duration, settings.warmup, benchLoadAverage())
+		"closed loop, one request in flight per session (%d in the pipelined row). Load average before: %s.\n\n",
+		settings.duration, settings.warmup, benchPipelineInflight, benchLoadAverage())
 	report.WriteString(benchLoadTableHeader)
 	setData := func(c *zk.Conn, path string, data []byte) error { _, err := c.Set(path, data, -1); return err }
 	getData := func(c *zk.Conn, path string, _ []byte) error { _, _, err := c.Get(path); return err }
@@ -148,6 +159,14 @@ func TestLoadAgainstZooKeeper(t *testing.T) {
 			compare(fmt.Sprintf("%s, %d sessions", w.name, n), n, w.op)
 		}
 	}
+	var piped [2]benchLoadResult
+	var checked [2]loadgen.ReadYourWrites
+	for i, s := range servers {
+		piped[i], checked[i] = benchRunPipeline(t, s, settings)
+		t.Logf("pipelined, %s: %s; read-your-writes %+v", s.name(), piped[i], checked[i])
+	}
+	report.WriteString(benchLoadTableRow(fmt.Sprintf("pipelined %.0f%% reads 1 KiB, %d sessions × %d in flight",
+		100*loadgen.DefaultReadRatio, benchPipelineSessions, benchPipelineInflight), piped[0], piped[1]))
 
 	// Then a tree of many znodes: how fast it is built, what it costs in
 	// memory, how writes fare while the servers snapshot it, and how long
@@ -159,6 +178,10 @@ func TestLoadAgainstZooKeeper(t *testing.T) {
 	maxSessions := slices.Max(benchSessions)
 	compare(fmt.Sprintf("setData 1 KiB, %d sessions, %d more znodes in the tree", maxSessions, settings.nodes), maxSessions, setData)
 	fmt.Fprintf(&report, "\nLoad average after: %s.\n", benchLoadAverage())
+	fmt.Fprintf(&report, "\nThe pipelined row is `collie bench -workload pipeline` (Collie's Go client, not go-zookeeper): "+
+		"reads are half getData, a quarter each exists and getChildren; writes three in four setData, the fourth a create or "+
+		"delete of a child; every session works on znodes of its own. Read-your-writes held on %s of Collie and %s of ZooKeeper.\n",
+		benchReadsChecked(checked[0]), benchReadsChecked(checked[1]))
 	for _, cs := range conns {
 		for _, c := range cs {
 			c.Close()
@@ -523,6 +546,57 @@ func benchRunLoad(t *testing.T, conns []*zk.Conn, pid int, op func(*zk.Conn, str
 		p50: all[len(all)*50/100], p99: all[len(all)*99/100], max: all[len(all)-1],
 		serverCPU: serverAfter - serverBefore, clientCPU: clientAfter - clientBefore,
 	}
+}
+
+// benchRunPipeline runs loadgen's pipeline workload against s: an
+// unmeasured run as the warm-up, then the measured one, with the CPU time
+// of the server and of the test process taken around it (which thus
+// includes connecting and making and removing the run's few hundred
+// znodes). It returns what was measured and what the read-your-writes
+// check saw; an error or a violation fails the test.
+func benchRunPipeline(t *testing.T, s benchServer, settings benchSettings) (benchLoadResult, loadgen.ReadYourWrites) {
+	t.Helper()
+	cfg := loadgen.Config{
+		Connect:        s.addr(),
+		Workload:       "pipeline",
+		Clients:        benchPipelineSessions,
+		Inflight:       benchPipelineInflight,
+		Size:           benchDataSize,
+		ReadRatio:      loadgen.DefaultReadRatio,
+		Prefix:         "/bench-pipeline",
+		SessionTimeout: benchTimeout,
+	}
+	run := func(d time.Duration) loadgen.Result {
+		cfg.Duration = d
+		report, err := loadgen.Run(t.Context(), cfg)
+		if err != nil {
+			t.Fatalf("%s: pipelined load: %v", s.name(), err)
+		}
+		res := report.Results[0]
+		if rw := res.ReadYourWrites; res.Errors > 0 || rw == nil || rw.Violations > 0 {
+			t.Fatalf("%s: pipelined load: %d errors (first: %s), read-your-writes %+v", s.name(), res.Errors, res.FirstError, rw)
+		}
+		return res
+	}
+	if settings.warmup > 0 {
+		run(settings.warmup)
+	}
+	pid := s.pid(t)
+	serverBefore, clientBefore := benchProcessCPU(t, pid), benchSelfCPU(t)
+	res := run(settings.duration)
+	serverAfter, clientAfter := benchProcessCPU(t, pid), benchSelfCPU(t)
+	return benchLoadResult{
+		ops: int(res.Ops), elapsed: res.Elapsed,
+		p50: res.Latency.P50, p99: res.Latency.P99, max: res.Latency.Max,
+		serverCPU: serverAfter - serverBefore, clientCPU: clientAfter - clientBefore,
+	}, *res.ReadYourWrites
+}
+
+// benchReadsChecked says how many reads were checked and how many of
+// them were sent behind a write of their session in progress.
+func benchReadsChecked(rw loadgen.ReadYourWrites) string {
+	return fmt.Sprintf("%d reads (%.0f%% of them sent behind a write of their session in progress)",
+		rw.Checked, 100*rw.BehindShare())
 }
 
 // benchProcessCPU returns the user and system CPU time a process has used.

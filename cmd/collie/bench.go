@@ -26,6 +26,15 @@ Workloads:
   set       setData: one znode per worker, or -nodes keys picked at random
   get       getData, on the same key space as set
   mixed     get and set, -read-ratio of them reads
+  pipeline  -inflight requests in flight per session (default 16), sharing
+            its connection; -read-ratio of them reads (half getData, a
+            quarter each exists and getChildren), the others writes (three
+            in four setData, the fourth a create or a delete of a child,
+            in turn), all on znodes the session's own workers write, so
+            that reads queue behind writes of their session. Checks
+            read-your-writes as it goes: a read must show every write of
+            its session acknowledged before it was sent; a read that does
+            not is counted as a violation and an error
   lock      acquire and release an exclusive lock (-nodes locks, default 1);
             an op is one acquisition
   watch     set a watch, change the node from another session, measure
@@ -42,8 +51,8 @@ With -compare, both connect strings are loaded in alternating rounds (A is
 -server, B is -compare) and the ratios printed are B/A: ops/s above 1 and
 latencies below 1 say B did better.
 
-Exit status: 0 when every op succeeded, 1 when the run failed or an op did,
-2 for bad flags.
+Exit status: 0 when every op succeeded, 1 when the run failed or an op did
+(a pipeline read that violated read-your-writes included), 2 for bad flags.
 
 Flags:
 `
@@ -60,13 +69,13 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Compare, "compare", "", "a second connect string to load in alternation with -server, reported as B")
 	fs.StringVar(&cfg.Workload, "workload", "set", "workload: "+strings.Join(loadgen.Workloads, ", "))
 	fs.IntVar(&cfg.Clients, "clients", loadgen.DefaultClients, "sessions carrying the load")
-	fs.IntVar(&cfg.Inflight, "inflight", 1, "requests each session keeps outstanding, each from a worker of its own")
+	fs.IntVar(&cfg.Inflight, "inflight", 0, fmt.Sprintf("requests each session keeps outstanding, each from a worker of its own (0: 1, or %d for pipeline)", loadgen.DefaultPipelineInflight))
 	fs.DurationVar(&cfg.Duration, "duration", loadgen.DefaultDuration, "measured time per server (fill ignores it)")
 	fs.DurationVar(&cfg.Warmup, "warmup", loadgen.DefaultWarmup, "unmeasured time per server before the measurement")
 	fs.DurationVar(&cfg.Round, "round", loadgen.DefaultRound, "length of one turn with -compare")
 	fs.IntVar(&cfg.Size, "size", loadgen.DefaultSize, "bytes of data per znode")
 	fs.IntVar(&cfg.Nodes, "nodes", 0, "key space of set, get and mixed (0: one znode per worker), locks of lock (0: one), znodes of fill (0: 100000)")
-	fs.Float64Var(&cfg.ReadRatio, "read-ratio", loadgen.DefaultReadRatio, "share of reads in mixed, 0 to 1")
+	fs.Float64Var(&cfg.ReadRatio, "read-ratio", loadgen.DefaultReadRatio, "share of reads in mixed and pipeline, 0 to 1")
 	fs.Float64Var(&cfg.Rate, "rate", 0, "requests per second in all, in an open loop (0: closed loop)")
 	fs.StringVar(&cfg.Prefix, "prefix", loadgen.DefaultPrefix, "znode under which each run makes its subtree")
 	fs.BoolVar(&cfg.Keep, "keep", false, "leave the run's znodes in place")

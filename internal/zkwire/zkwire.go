@@ -75,8 +75,14 @@ func (c *Conn) WriteFrame(b []byte) error {
 // ReadFrame reads one length-prefixed frame.
 func (c *Conn) ReadFrame() ([]byte, error) {
 	c.NC.SetReadDeadline(time.Now().Add(Timeout))
+	return ReadFrame(c.r)
+}
+
+// ReadFrame reads one length-prefixed frame from r, without a deadline:
+// for a test's own proxy or fake server.
+func ReadFrame(r io.Reader) ([]byte, error) {
 	var lenBuf [4]byte
-	if _, err := io.ReadFull(c.r, lenBuf[:]); err != nil {
+	if _, err := io.ReadFull(r, lenBuf[:]); err != nil {
 		return nil, err
 	}
 	n := binary.BigEndian.Uint32(lenBuf[:])
@@ -84,7 +90,7 @@ func (c *Conn) ReadFrame() ([]byte, error) {
 		return nil, fmt.Errorf("frame of %d bytes", n)
 	}
 	b := make([]byte, n)
-	if _, err := io.ReadFull(c.r, b); err != nil {
+	if _, err := io.ReadFull(r, b); err != nil {
 		return nil, err
 	}
 	return b, nil
