@@ -202,7 +202,9 @@ func (s *Server) Write(c *conn.Conn, op proto.OpCode, body []byte, auth []proto.
 }
 
 // Authenticate handles an auth packet: digest (and the super digest from
-// the configuration) and ip.
+// the configuration) and ip. The identities come in the order ZooKeeper
+// adds them to its connection, super before digest, which decides where
+// they fall in the order it lists them (tree.ConnOrder).
 func (s *Server) Authenticate(c *conn.Conn, scheme string, auth []byte) ([]proto.ID, bool) {
 	switch scheme {
 	case tree.SchemeDigest:
@@ -210,11 +212,11 @@ func (s *Server) Authenticate(c *conn.Conn, scheme string, auth []byte) ([]proto
 		if !ok {
 			return nil, false
 		}
-		ids := []proto.ID{{Scheme: tree.SchemeDigest, ID: id}}
+		digest := proto.ID{Scheme: tree.SchemeDigest, ID: id}
 		if s.cfg.SuperDigest != "" && id == s.cfg.SuperDigest {
-			ids = append(ids, proto.ID{Scheme: tree.SchemeSuper, ID: ""})
+			return []proto.ID{{Scheme: tree.SchemeSuper, ID: ""}, digest}, true
 		}
-		return ids, true
+		return []proto.ID{digest}, true
 	case tree.SchemeIP:
 		host := c.RemoteAddr().String()
 		if h, _, err := net.SplitHostPort(host); err == nil {

@@ -207,8 +207,15 @@ func TestProtocolAgainstZooKeeper(t *testing.T) {
 			}
 		}
 	}
-	want := runSteps(t, ref.Addr(), golden)
-	got := runSteps(t, col.Addr(), nil)
+	want := runSteps(t, ref.Addr(), protocolSteps(), golden)
+	got := runSteps(t, col.Addr(), protocolSteps(), nil)
+	compareSteps(t, want, got)
+}
+
+// compareSteps reports each line of ZooKeeper's replies, want, that Collie's,
+// got, does not match.
+func compareSteps(t *testing.T, want, got []string) {
+	t.Helper()
 	for i := range max(len(want), len(got)) {
 		var w, g string
 		if i < len(want) {
@@ -223,9 +230,9 @@ func TestProtocolAgainstZooKeeper(t *testing.T) {
 	}
 }
 
-// runSteps runs protocolSteps against a server; golden, if set, receives
-// each reply body with its header.
-func runSteps(t *testing.T, addr string, golden func(int, proto.OpCode, []byte)) []string {
+// runSteps runs steps against a server and returns one line per step;
+// golden, if set, receives each reply body with its header.
+func runSteps(t *testing.T, addr string, steps []step, golden func(int, proto.OpCode, []byte)) []string {
 	conns := map[string]*zkwire.Conn{}
 	get := func(name string) *zkwire.Conn {
 		if c := conns[name]; c != nil {
@@ -249,7 +256,7 @@ func runSteps(t *testing.T, addr string, golden func(int, proto.OpCode, []byte))
 		return m
 	}
 	var out []string
-	for i, s := range protocolSteps() {
+	for i, s := range steps {
 		c := get(s.conn)
 		before := len(c.Events)
 		var hdr proto.ReplyHeader

@@ -532,11 +532,13 @@ func multiResult(op proto.OpCode, r proto.Record) proto.OpResult {
 	return proto.OpResult{Type: proto.OpCheck}
 }
 
-// WhoAmI returns the client infos of a set of identities, as ZooKeeper's
-// whoAmI answers: a digest identity shows its user name.
+// WhoAmI returns the client infos of a connection's identities, given in
+// the order the connection added them, as ZooKeeper's whoAmI answers: in
+// the order ZooKeeper lists them (tree.ConnOrder), a digest identity
+// showing its user name.
 func WhoAmI(ids []proto.ID) []proto.ClientInfo {
 	out := make([]proto.ClientInfo, 0, len(ids))
-	for _, id := range ids {
+	for _, id := range tree.ConnOrder(ids) {
 		user := id.ID
 		if id.Scheme == tree.SchemeDigest {
 			user, _, _ = strings.Cut(id.ID, ":")

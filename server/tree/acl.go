@@ -162,9 +162,13 @@ func CheckACL(acl []proto.ACL, perm int32, ids []proto.ID) bool {
 
 // FixupACL validates the ACL of a create or setACL and expands "auth" ids
 // into the caller's authenticated identities, as ZooKeeper's fixupACL does.
+// ids are the caller's identities in the order its connection added them.
 // It returns ok=false (ZooKeeper's InvalidACL) for an empty ACL, an unknown
 // scheme, a malformed id, or an "auth" id from a caller with no
 // authenticated identity.
+//
+// Equal entries are dropped, but not the entries "auth" expands to, which
+// may repeat others.
 func FixupACL(acl []proto.ACL, ids []proto.ID) ([]proto.ACL, bool) {
 	uniq := make([]proto.ACL, 0, len(acl))
 	for _, a := range acl {
@@ -176,16 +180,20 @@ func FixupACL(acl []proto.ACL, ids []proto.ID) ([]proto.ACL, bool) {
 		return nil, false
 	}
 	out := make([]proto.ACL, 0, len(uniq))
+	var ordered []proto.ID
 	for _, a := range uniq {
 		switch {
 		case a.ID.Scheme == SchemeWorld && a.ID.ID == "anyone":
 			out = append(out, a)
 		case a.ID.Scheme == SchemeAuth:
+			if ordered == nil {
+				ordered = ConnOrder(ids)
+			}
 			found := false
-			for _, id := range ids {
-				// Only identities from authenticating providers count: ip
-				// is not one, as in ZooKeeper.
-				if id.Scheme == SchemeDigest || id.Scheme == SchemeSuper {
+			for _, id := range ordered {
+				// Only identities of a provider that authenticates count:
+				// digest. Not ip, and not super, which has no provider.
+				if id.Scheme == SchemeDigest {
 					found = true
 					out = append(out, proto.ACL{Perms: a.Perms, ID: id})
 				}
