@@ -15,12 +15,16 @@ import (
 const superPassword = "super:pw"
 
 // TestAuthAgainstZooKeeper compares what a connection's identities become on
-// ZooKeeper 3.8 and on Collie: the order in which whoAmI lists them, and the
-// ACL a create with the "auth" scheme gets from them.
+// ZooKeeper 3.8 and on Collie: the identity that digest auth derives from
+// any input, the order in which whoAmI lists a connection's identities, and
+// the ACL a create with the "auth" scheme gets from them.
 func TestAuthAgainstZooKeeper(t *testing.T) {
 	superDigest := digest(superPassword)
 	ref := zkref.Start(t, zkref.WithJVMArgs(
-		"-Dzookeeper.DigestAuthenticationProvider.superDigest="+superDigest))
+		"-Dzookeeper.DigestAuthenticationProvider.superDigest="+superDigest,
+		// Digest auth decodes its bytes with the JVM's default charset:
+		// UTF-8, as on any UTF-8 locale and on every JDK from 18 on.
+		"-Dfile.encoding=UTF-8"))
 	col := collietest.Start(t, collietest.WithConfig(func(c *config.Config) {
 		c.SuperDigest = superDigest
 		c.MaxSessionTimeout = 40 * time.Second
@@ -29,6 +33,7 @@ func TestAuthAgainstZooKeeper(t *testing.T) {
 		name  string
 		steps []step
 	}{
+		{"digest", digestSteps()},
 		{"order", authOrderSteps()},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -54,6 +59,29 @@ func createGetACL(conn, path string, acl ...proto.ACL) []step {
 }
 
 var authACL = proto.ACL{Perms: proto.PermAll, ID: proto.ID{Scheme: "auth"}}
+
+// digestSteps authenticate with digest inputs of every shape: without a
+// colon, empty, with several colons, not UTF-8. ZooKeeper takes them all;
+// the identity (shown whole by getACL) is the part before the first colon
+// and the SHA-1 of the whole input as Java decoded it.
+func digestSteps() []step {
+	inputs := []string{
+		"blah", "", ":", "::", "u:", ":p", "a:b:c", "u:p",
+		"caf\xc3\xa9:p", "\xff\xfe:x", "\xe2\x82:y", "\xf0\x90\x80", "\xed\xa0\x80:s",
+		"a\x00b:c", "tab\tuser:p", superPassword,
+	}
+	var steps []step
+	for i, in := range inputs {
+		conn := fmt.Sprintf("d%d", i)
+		steps = append(steps, addAuth(conn, in), whoAmI(conn))
+		steps = append(steps, createGetACL(conn, fmt.Sprintf("/digest%d", i), authACL)...)
+		// The same input on another connection is the same identity.
+		again := fmt.Sprintf("e%d", i)
+		steps = append(steps, addAuth(again, in),
+			step{again, 0, proto.OpGetData, &proto.GetDataRequest{Path: fmt.Sprintf("/digest%d", i)}})
+	}
+	return steps
+}
 
 // authOrderSteps add digest identities to connections in several orders,
 // with repeats and the super user, and look at the order whoAmI lists them

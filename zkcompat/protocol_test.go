@@ -28,10 +28,7 @@ type step struct {
 
 var open = zkwire.OpenACL
 
-func digest(userPassword string) string {
-	id, _ := tree.DigestID(userPassword)
-	return id
-}
+func digest(userPassword string) string { return tree.DigestID(userPassword) }
 
 // protocolSteps exercise what the random differential test does not: ACLs
 // and auth, system nodes, TTL and container nodes, persistent watches,

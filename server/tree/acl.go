@@ -250,14 +250,14 @@ func ipMatches(client, acl string) bool {
 	return err == nil && a.Unmap() == addr
 }
 
-// DigestID returns the digest identity of "user:password": the user, a
-// colon, and the base64 SHA-1 of the whole string, as ZooKeeper's
-// DigestAuthenticationProvider.generateDigest.
-func DigestID(userPassword string) (string, bool) {
-	user, _, ok := strings.Cut(userPassword, ":")
-	if !ok {
-		return "", false
-	}
-	sum := sha1.Sum([]byte(userPassword))
-	return user + ":" + base64.StdEncoding.EncodeToString(sum[:]), true
+// DigestID returns the identity that digest auth with auth gives, as
+// ZooKeeper's DigestAuthenticationProvider makes it from any input: the
+// input decoded as Java decodes UTF-8, then its part before the first
+// colon (all of it when there is none), a colon, and the base64 SHA-1 of
+// the whole decoded input.
+func DigestID(auth string) string {
+	auth = proto.JavaString(auth)
+	user, _, _ := strings.Cut(auth, ":")
+	sum := sha1.Sum([]byte(auth))
+	return user + ":" + base64.StdEncoding.EncodeToString(sum[:])
 }

@@ -11,14 +11,9 @@ import (
 func digestIDs(users ...string) []proto.ID {
 	ids := []proto.ID{{Scheme: SchemeIP, ID: "127.0.0.1"}}
 	for _, u := range users {
-		ids = append(ids, proto.ID{Scheme: SchemeDigest, ID: digestOf(u + ":pw")})
+		ids = append(ids, proto.ID{Scheme: SchemeDigest, ID: DigestID(u + ":pw")})
 	}
 	return ids
-}
-
-func digestOf(userPassword string) string {
-	id, _ := DigestID(userPassword)
-	return id
 }
 
 func users(ids []proto.ID) []string {
@@ -61,7 +56,7 @@ func TestConnOrderBucketBecomesTree(t *testing.T) {
 	var same []string
 	for i := 0; len(same) < 12; i++ {
 		u := fmt.Sprintf("c%d", i)
-		if spread(idHash(proto.ID{Scheme: SchemeDigest, ID: digestOf(u + ":pw")}))&127 == 0 {
+		if spread(idHash(proto.ID{Scheme: SchemeDigest, ID: DigestID(u + ":pw")}))&127 == 0 {
 			same = append(same, u)
 		}
 	}
