@@ -35,6 +35,7 @@ func TestAuthAgainstZooKeeper(t *testing.T) {
 	}{
 		{"digest", digestSteps()},
 		{"order", authOrderSteps()},
+		{"ids", aclIDSteps()},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			want := runSteps(t, ref.Addr(), c.steps, nil)
@@ -165,4 +166,50 @@ func javaIDHash(scheme, id string) int32 {
 		return h
 	}
 	return 37*(37*17+str(scheme)) + str(id)
+}
+
+// aclIDSteps create nodes with ip and digest ids of every shape, read their
+// ACLs back, and read nodes whose ip ids may match the client's 127.0.0.1.
+// ZooKeeper 3.8 knows IPv4 ids only, and reads their numbers as Java's
+// Integer.parseInt; a digest id is two parts around colons, empty parts at
+// the end not counted.
+func aclIDSteps() []step {
+	ids := []proto.ID{}
+	for _, ip := range []string{
+		"127.0.0.1", "010.0.0.1", "1.2.3.4/+8", "1.2.3.4/08", "1.2.3.4/-0", "1.2.3.4/33",
+		"1.2.3.4/0", "1.2.3.4/", "1.2.3.4/8/8", "+1.2.3.4", "-0.0.0.0", "1.2.3", "1.2.3.4.5",
+		"1..2.3", "::1", "0:0:0:0:0:0:0:1", "fe80::/10", "\u0661.2.3.4", "\uff11.2.3.4",
+		"\U0001d7cf.2.3.4", "256.1.1.1", "00000000000000000001.2.3.4", "2147483648.1.1.1",
+		" 1.2.3.4", "1.2.3.4 ",
+	} {
+		ids = append(ids, proto.ID{Scheme: "ip", ID: ip})
+	}
+	for _, d := range []string{
+		"u:h", "u:", "u:h:", ":h", "u::", "u:h::", "::", ":", "", "nocolon", "a:b:c",
+		"\xff:x", "u:\xe2\x82", "\xf0\x90\x80:h",
+	} {
+		ids = append(ids, proto.ID{Scheme: "digest", ID: d})
+	}
+	ids = append(ids, proto.ID{Scheme: "dig\xffest", ID: "u:h"}, proto.ID{Scheme: "world", ID: "Anyone"},
+		proto.ID{Scheme: "world", ID: "anyone\xff"})
+	var steps []step
+	for i, id := range ids {
+		// Anyone may read the ACL back as stored: with the admin
+		// permission, digest ids are not masked.
+		steps = append(steps, createGetACL("a", fmt.Sprintf("/id%d", i), proto.ACL{Perms: proto.PermAll, ID: id},
+			proto.ACL{Perms: proto.PermRead | proto.PermAdmin, ID: proto.ID{Scheme: "world", ID: "anyone"}})...)
+	}
+	for i, ip := range []string{
+		"127.0.0.1", "127.000.000.001", "127.0.0.0/8", "127.1.1.1/+8", "128.0.0.0/0",
+		"126.0.0.0/7", "126.0.0.0/8", "127.0.0.2", "127.0.0.3/31", "127.0.0.3/30",
+	} {
+		path := fmt.Sprintf("/ipmatch%d", i)
+		steps = append(steps,
+			step{"b", 0, proto.OpCreate, &proto.CreateRequest{Path: path, ACL: []proto.ACL{
+				{Perms: proto.PermRead, ID: proto.ID{Scheme: "ip", ID: ip}},
+				{Perms: proto.PermAdmin, ID: proto.ID{Scheme: "world", ID: "anyone"}},
+			}}},
+			step{"a", 0, proto.OpGetData, &proto.GetDataRequest{Path: path}})
+	}
+	return steps
 }

@@ -4,9 +4,10 @@ import (
 	"crypto/sha1"
 	"encoding/base64"
 	"fmt"
-	"net/netip"
+	"math"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/collie-io/collie/proto"
 )
@@ -167,11 +168,13 @@ func CheckACL(acl []proto.ACL, perm int32, ids []proto.ID) bool {
 // scheme, a malformed id, or an "auth" id from a caller with no
 // authenticated identity.
 //
-// Equal entries are dropped, but not the entries "auth" expands to, which
-// may repeat others.
+// Schemes and ids are first taken as ZooKeeper reads them off the wire,
+// invalid UTF-8 replaced (proto.JavaString); equal entries are then
+// dropped, but not the entries "auth" expands to, which may repeat others.
 func FixupACL(acl []proto.ACL, ids []proto.ID) ([]proto.ACL, bool) {
 	uniq := make([]proto.ACL, 0, len(acl))
 	for _, a := range acl {
+		a.ID = proto.ID{Scheme: proto.JavaString(a.ID.Scheme), ID: proto.JavaString(a.ID.ID)}
 		if !containsACL(uniq, a) {
 			uniq = append(uniq, a)
 		}
@@ -202,12 +205,12 @@ func FixupACL(acl []proto.ACL, ids []proto.ID) ([]proto.ACL, bool) {
 				return nil, false
 			}
 		case a.ID.Scheme == SchemeDigest:
-			if strings.Count(a.ID.ID, ":") != 1 {
+			if !validDigest(a.ID.ID) {
 				return nil, false
 			}
 			out = append(out, a)
 		case a.ID.Scheme == SchemeIP:
-			if !validIP(a.ID.ID) {
+			if _, _, ok := parseIPACL(a.ID.ID); !ok {
 				return nil, false
 			}
 			out = append(out, a)
@@ -227,27 +230,122 @@ func containsACL(acls []proto.ACL, a proto.ACL) bool {
 	return false
 }
 
-func validIP(s string) bool {
-	if strings.Contains(s, "/") {
-		_, err := netip.ParsePrefix(s)
-		return err == nil
+// validDigest reports whether id is a digest id to ZooKeeper: Java's
+// id.split(":") gives two parts, which drops empty parts at the end, so
+// "u:h:" is one and "u:" is not.
+func validDigest(id string) bool {
+	parts := strings.Split(id, ":")
+	for len(parts) > 0 && parts[len(parts)-1] == "" {
+		parts = parts[:len(parts)-1]
 	}
-	_, err := netip.ParseAddr(s)
-	return err == nil
+	return len(parts) == 2
 }
 
+// parseIPACL parses an ip id as ZooKeeper 3.8's IPAuthenticationProvider:
+// IPv4 only, four dot-separated numbers 0 to 255, then optionally a slash
+// and a prefix length 0 to 32, every number as Java's Integer.parseInt
+// reads it (a sign and leading zeros allowed).
+func parseIPACL(s string) (addr uint32, bits int, ok bool) {
+	a, prefix, hasPrefix := strings.Cut(s, "/")
+	addr, ok = parseIPv4(a)
+	if !ok {
+		return 0, 0, false
+	}
+	bits = 32
+	if hasPrefix {
+		n, ok := javaParseInt(prefix)
+		if !ok || n < 0 || n > 32 {
+			return 0, 0, false
+		}
+		bits = int(n)
+	}
+	return addr, bits, true
+}
+
+func parseIPv4(s string) (uint32, bool) {
+	parts := strings.Split(s, ".")
+	if len(parts) != 4 {
+		return 0, false
+	}
+	var addr uint32
+	for _, p := range parts {
+		n, ok := javaParseInt(p)
+		if !ok || n < 0 || n > 255 {
+			return 0, false
+		}
+		addr = addr<<8 | uint32(n)
+	}
+	return addr, true
+}
+
+// javaParseInt parses s as Java's Integer.parseInt(s, 10): an optional
+// sign, then at least one decimal digit, of any script of the basic
+// multilingual plane (Character.digit), within the range of an int.
+func javaParseInt(s string) (int32, bool) {
+	if s == "" {
+		return 0, false
+	}
+	neg := s[0] == '-'
+	if neg || s[0] == '+' {
+		s = s[1:]
+		if s == "" {
+			return 0, false
+		}
+	}
+	limit := int64(math.MaxInt32)
+	if neg {
+		limit++
+	}
+	var n int64
+	for _, r := range s {
+		d := decimalDigit(r)
+		if d < 0 {
+			return 0, false
+		}
+		if n = n*10 + int64(d); n > limit {
+			return 0, false
+		}
+	}
+	if neg {
+		n = -n
+	}
+	return int32(n), true
+}
+
+// decimalDigit returns the value of a decimal digit of the basic plane
+// (Unicode category Nd), or -1. Java reads a string by UTF-16 units, so a
+// digit beyond the basic plane is two surrogates to it, and no digit.
+func decimalDigit(r rune) int {
+	if r >= '0' && r <= '9' {
+		return int(r - '0')
+	}
+	if r < 0x80 || r > 0xffff {
+		return -1
+	}
+	// Every run of decimal digits in Unicode is whole tens, zero first.
+	for _, rg := range unicode.Nd.R16 {
+		if rune(rg.Lo) <= r && r <= rune(rg.Hi) && rg.Stride == 1 {
+			return int(r-rune(rg.Lo)) % 10
+		}
+	}
+	return -1
+}
+
+// ipMatches reports whether a client whose ip identity is client matches
+// the ip id of an ACL, as IPAuthenticationProvider.matches: both are
+// masked to the id's prefix length and compared; an address that is not
+// IPv4 matches nothing.
 func ipMatches(client, acl string) bool {
-	addr, err := netip.ParseAddr(client)
-	if err != nil {
+	a, bits, ok := parseIPACL(acl)
+	if !ok {
 		return false
 	}
-	addr = addr.Unmap()
-	if strings.Contains(acl, "/") {
-		p, err := netip.ParsePrefix(acl)
-		return err == nil && p.Contains(addr)
+	c, ok := parseIPv4(client)
+	if !ok {
+		return false
 	}
-	a, err := netip.ParseAddr(acl)
-	return err == nil && a.Unmap() == addr
+	mask := ^uint32(0) << (32 - bits) // 0 for bits 0
+	return a&mask == c&mask
 }
 
 // DigestID returns the identity that digest auth with auth gives, as
