@@ -169,7 +169,8 @@ func javaIDHash(scheme, id string) int32 {
 }
 
 // aclIDSteps create nodes with ip and digest ids of every shape, read their
-// ACLs back, and read nodes whose ip ids may match the client's 127.0.0.1.
+// ACLs back, masked or not, and read nodes whose ip ids may match the
+// client's 127.0.0.1.
 // ZooKeeper 3.8 knows IPv4 ids only, and reads their numbers as Java's
 // Integer.parseInt; a digest id is two parts around colons, empty parts at
 // the end not counted.
@@ -198,6 +199,13 @@ func aclIDSteps() []step {
 		// permission, digest ids are not masked.
 		steps = append(steps, createGetACL("a", fmt.Sprintf("/id%d", i), proto.ACL{Perms: proto.PermAll, ID: id},
 			proto.ACL{Perms: proto.PermRead | proto.PermAdmin, ID: proto.ID{Scheme: "world", ID: "anyone"}})...)
+	}
+	// Digest ids are masked for a reader without the admin permission:
+	// ZooKeeper replaces ":.*" with ":x", and "." stops at a line end.
+	for i, d := range []string{"u:a\nb", "u:\nb", "u:a\rb", "u:a\r\nb", "u:a\u0085b", "u:a\u2028b", "u:a\u2029b", "u:a\tb"} {
+		path := fmt.Sprintf("/masked%d", i)
+		steps = append(steps, createGetACL("a", path, proto.ACL{Perms: proto.PermAll, ID: proto.ID{Scheme: "digest", ID: d}},
+			proto.ACL{Perms: proto.PermRead, ID: proto.ID{Scheme: "world", ID: "anyone"}})...)
 	}
 	for i, ip := range []string{
 		"127.0.0.1", "127.000.000.001", "127.0.0.0/8", "127.1.1.1/+8", "128.0.0.0/0",

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"strings"
+	"unicode/utf8"
 
 	"github.com/collie-io/collie/proto"
 	"github.com/collie-io/collie/server/tree"
@@ -99,12 +100,36 @@ func maskDigests(acl []proto.ACL) []proto.ACL {
 	out := make([]proto.ACL, len(acl))
 	for i, a := range acl {
 		if a.ID.Scheme == tree.SchemeDigest {
-			user, _, _ := strings.Cut(a.ID.ID, ":")
-			a.ID.ID = user + ":x"
+			a.ID.ID = maskDigest(a.ID.ID)
 		}
 		out[i] = a
 	}
 	return out
+}
+
+// maskDigest hides the hash of a digest id as ZooKeeper does, with Java's
+// id.replaceAll(":.*", ":x"): each colon and what follows it on its line
+// become ":x", "." matching no line terminator (\n, \r, U+0085, U+2028,
+// U+2029), so what comes after a line end shows, up to its own colon.
+func maskDigest(id string) string {
+	var b strings.Builder
+	for i := 0; i < len(id); {
+		if id[i] != ':' {
+			b.WriteByte(id[i])
+			i++
+			continue
+		}
+		b.WriteString(":x")
+		i++
+		for i < len(id) {
+			r, size := utf8.DecodeRuneInString(id[i:])
+			if r == '\n' || r == '\r' || r == '\u0085' || r == '\u2028' || r == '\u2029' {
+				break
+			}
+			i += size
+		}
+	}
+	return b.String()
 }
 
 func (f *FSM) multiRead(m *proto.MultiRequest, ids []proto.ID) *proto.MultiResponse {
