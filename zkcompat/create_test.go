@@ -15,7 +15,7 @@ import (
 // TTL, each failing one or two of ZooKeeper's checks (or none), alone and
 // inside a multi, to ZooKeeper 3.8 and to Collie, with TTL nodes enabled
 // and not, and compares the replies: which check fails first decides the
-// error code.
+// error code. Then multis and multiReads of ops of every kind.
 func TestCreateChecksAgainstZooKeeper(t *testing.T) {
 	for _, extended := range []bool{false, true} {
 		t.Run(fmt.Sprintf("extendedTypes=%v", extended), func(t *testing.T) {
@@ -28,7 +28,7 @@ func TestCreateChecksAgainstZooKeeper(t *testing.T) {
 				c.ExtendedTypesEnabled = extended
 				c.MaxSessionTimeout = 40 * time.Second
 			}))
-			steps := createCheckSteps()
+			steps := append(createCheckSteps(), multiKindSteps()...)
 			want := runSteps(t, ref.Addr(), steps, nil)
 			got := runSteps(t, col.Addr(), steps, nil)
 			compareSteps(t, want, got)
@@ -119,4 +119,29 @@ func createCheckSteps() []step {
 	// What was created, and what was undone.
 	steps = append(steps, step{"a", 0, proto.OpGetChildren2, &proto.GetChildren2Request{Path: "/t"}})
 	return steps
+}
+
+// multiKindSteps send multis and multiReads whose ops are reads, writes,
+// both, or neither. ZooKeeper refuses a multi with a read in it, and a
+// multiRead with a write, whole, with MarshallingError.
+func multiKindSteps() []step {
+	create := func(path string) proto.MultiOp {
+		return proto.MultiOp{Type: proto.OpCreate, Req: &proto.CreateRequest{Path: path, ACL: open}}
+	}
+	check := proto.MultiOp{Type: proto.OpCheck, Req: &proto.CheckVersionRequest{Path: "/t", Version: -1}}
+	getData := proto.MultiOp{Type: proto.OpGetData, Req: &proto.GetDataRequest{Path: "/t"}}
+	getChildren := proto.MultiOp{Type: proto.OpGetChildren, Req: &proto.GetChildrenRequest{Path: "/t/ex"}}
+	deleteContainer := proto.MultiOp{Type: proto.OpDeleteContainer, Req: &proto.DeleteRequest{Path: "/t/ex", Version: -1}}
+	lists := [][]proto.MultiOp{
+		{getData}, {getChildren, getData}, {create("/t/k1"), getData}, {getData, create("/t/k2")},
+		{deleteContainer}, {create("/t/k3"), deleteContainer}, {create("/t/k4"), check},
+		{check, create("/t/k5")}, {},
+	}
+	var steps []step
+	for _, ops := range lists {
+		steps = append(steps,
+			step{"a", 0, proto.OpMulti, &proto.MultiRequest{Ops: ops}},
+			step{"a", 0, proto.OpMultiRead, &proto.MultiRequest{Ops: ops}})
+	}
+	return append(steps, step{"a", 0, proto.OpGetChildren2, &proto.GetChildren2Request{Path: "/t"}})
 }

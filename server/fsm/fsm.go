@@ -454,18 +454,17 @@ func (t *txn) check(path string, version int32) proto.Code {
 // multi applies ops in order and keeps all or none. When an op fails, the
 // ops before it report OK, the failing op its error, and the ops after it
 // RuntimeInconsistency, all as error results, as ZooKeeper answers. The
-// whole request fails, with nothing applied, only where ZooKeeper fails
-// it: see multiOp.
+// whole request fails with MarshallingError, nothing applied, where
+// ZooKeeper fails it: when an op is not a write (ZooKeeper does not read
+// reads mixed with writes, and fails on reads alone), and see multiOp.
 func (t *txn) multi(m *proto.MultiRequest) (proto.Record, proto.Code) {
+	if k := multiKind(m.Ops); k == opsRead || k == opsInvalid {
+		return nil, proto.ErrMarshallingError
+	}
 	resp := &proto.MultiResponse{Results: make([]proto.OpResult, 0, len(m.Ops))}
 	t.f.tree.Begin()
 	failed := -1
 	for i, op := range m.Ops {
-		if !IsWrite(op.Type) || op.Type == proto.OpMulti {
-			failed = i
-			resp.Results = append(resp.Results, proto.OpResult{Type: proto.OpError, Err: proto.ErrBadArguments})
-			break
-		}
 		typ, req, ok := multiOp(op)
 		if !ok {
 			t.f.tree.Rollback()
