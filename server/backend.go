@@ -201,19 +201,18 @@ func (s *Server) Write(c *conn.Conn, op proto.OpCode, body []byte, auth []proto.
 }
 
 // Authenticate handles an auth packet: digest (and the super digest from
-// the configuration) and ip.
+// the configuration) and ip. The identities come in the order ZooKeeper
+// adds them to its connection, super before digest, which decides where
+// they fall in the order it lists them (tree.ConnOrder).
 func (s *Server) Authenticate(c *conn.Conn, scheme string, auth []byte) ([]proto.ID, bool) {
 	switch scheme {
 	case tree.SchemeDigest:
-		id, ok := tree.DigestID(string(auth))
-		if !ok {
-			return nil, false
+		// Every input is an identity, even one without a colon.
+		id := proto.ID{Scheme: tree.SchemeDigest, ID: tree.DigestID(string(auth))}
+		if s.cfg.SuperDigest != "" && id.ID == s.cfg.SuperDigest {
+			return []proto.ID{{Scheme: tree.SchemeSuper, ID: ""}, id}, true
 		}
-		ids := []proto.ID{{Scheme: tree.SchemeDigest, ID: id}}
-		if s.cfg.SuperDigest != "" && id == s.cfg.SuperDigest {
-			ids = append(ids, proto.ID{Scheme: tree.SchemeSuper, ID: ""})
-		}
-		return ids, true
+		return []proto.ID{id}, true
 	case tree.SchemeIP:
 		host := c.RemoteAddr().String()
 		if h, _, err := net.SplitHostPort(host); err == nil {

@@ -28,10 +28,7 @@ type step struct {
 
 var open = zkwire.OpenACL
 
-func digest(userPassword string) string {
-	id, _ := tree.DigestID(userPassword)
-	return id
-}
+func digest(userPassword string) string { return tree.DigestID(userPassword) }
 
 // protocolSteps exercise what the random differential test does not: ACLs
 // and auth, system nodes, TTL and container nodes, persistent watches,
@@ -207,8 +204,15 @@ func TestProtocolAgainstZooKeeper(t *testing.T) {
 			}
 		}
 	}
-	want := runSteps(t, ref.Addr(), golden)
-	got := runSteps(t, col.Addr(), nil)
+	want := runSteps(t, ref.Addr(), protocolSteps(), golden)
+	got := runSteps(t, col.Addr(), protocolSteps(), nil)
+	compareSteps(t, want, got)
+}
+
+// compareSteps reports each line of ZooKeeper's replies, want, that Collie's,
+// got, does not match.
+func compareSteps(t *testing.T, want, got []string) {
+	t.Helper()
 	for i := range max(len(want), len(got)) {
 		var w, g string
 		if i < len(want) {
@@ -223,59 +227,91 @@ func TestProtocolAgainstZooKeeper(t *testing.T) {
 	}
 }
 
-// runSteps runs protocolSteps against a server; golden, if set, receives
-// each reply body with its header.
-func runSteps(t *testing.T, addr string, golden func(int, proto.OpCode, []byte)) []string {
-	conns := map[string]*zkwire.Conn{}
-	get := func(name string) *zkwire.Conn {
-		if c := conns[name]; c != nil {
-			return c
-		}
-		c, err := zkwire.Dial(addr, 30000)
-		if err != nil {
-			t.Fatalf("dial %s: %v", addr, err)
-		}
-		t.Cleanup(func() { c.Close() })
-		conns[name] = c
-		return c
-	}
-	get("a")
-	get("b")
-	sessions := func() map[int64]string {
-		m := map[int64]string{}
-		for name, c := range conns {
-			m[c.Session] = name
-		}
-		return m
-	}
+// runSteps runs steps against a server and returns one line per step;
+// golden, if set, receives each reply body with its header.
+func runSteps(t *testing.T, addr string, steps []step, golden func(int, proto.OpCode, []byte)) []string {
+	r := newWireRunner(t, addr, 30000)
+	r.golden = golden
+	r.conn("a")
+	r.conn("b")
 	var out []string
-	for i, s := range protocolSteps() {
-		c := get(s.conn)
-		before := len(c.Events)
-		var hdr proto.ReplyHeader
-		var body []byte
-		var err error
-		if s.xid != 0 {
-			hdr, body, err = c.CallXid(s.xid, s.op, s.req)
-		} else {
-			hdr, body, err = c.Call(s.op, s.req)
-		}
-		line := fmt.Sprintf("%d %s %s %v:", i, s.conn, s.op, describeReq(s.req))
-		if err != nil {
-			line += " connection closed"
-			delete(conns, s.conn)
-		} else {
-			if golden != nil && len(body) > 0 && hdr.Err == proto.OK {
-				golden(i, s.op, body)
-			}
-			line += fmt.Sprintf(" err=%d %s", hdr.Err, describeReply(s.op, hdr.Err, body, sessions()))
-		}
-		if evs := c.Events[before:]; len(evs) > 0 {
-			line += fmt.Sprintf(" events=%v", evs)
-		}
-		out = append(out, line)
+	for i, s := range steps {
+		out = append(out, r.run(i, s))
 	}
 	return out
+}
+
+// wireRunner sends steps to one server through named connections, each
+// opened with a new session on first use.
+type wireRunner struct {
+	t         *testing.T
+	addr      string
+	timeoutMs int32 // the session timeout asked for
+	conns     map[string]*zkwire.Conn
+	// golden, if set, receives each successful reply body with its header.
+	golden func(int, proto.OpCode, []byte)
+}
+
+func newWireRunner(t *testing.T, addr string, timeoutMs int32) *wireRunner {
+	return &wireRunner{t: t, addr: addr, timeoutMs: timeoutMs, conns: map[string]*zkwire.Conn{}}
+}
+
+func (r *wireRunner) conn(name string) *zkwire.Conn {
+	if c := r.conns[name]; c != nil {
+		return c
+	}
+	c, err := zkwire.Dial(r.addr, r.timeoutMs)
+	if err != nil {
+		r.t.Fatalf("dial %s: %v", r.addr, err)
+	}
+	r.t.Cleanup(func() { c.Close() })
+	r.conns[name] = c
+	return c
+}
+
+// sessions names the sessions of the open connections, for the ephemeral
+// owners of Stats.
+func (r *wireRunner) sessions() map[int64]string {
+	m := map[int64]string{}
+	for name, c := range r.conns {
+		m[c.Session] = name
+	}
+	return m
+}
+
+// run sends step i and returns a line that shows the request and the
+// reply without what differs between servers by design.
+func (r *wireRunner) run(i int, s step) string {
+	c := r.conn(s.conn)
+	before := len(c.Events)
+	var hdr proto.ReplyHeader
+	var body []byte
+	var err error
+	if s.xid != 0 {
+		hdr, body, err = c.CallXid(s.xid, s.op, s.req)
+	} else {
+		hdr, body, err = c.Call(s.op, s.req)
+	}
+	line := fmt.Sprintf("%d %s %s %v:", i, s.conn, s.op, describeReq(s.req))
+	if err != nil {
+		line += " connection closed"
+		c.Close()
+		delete(r.conns, s.conn)
+	} else {
+		if r.golden != nil && len(body) > 0 && hdr.Err == proto.OK {
+			r.golden(i, s.op, body)
+		}
+		line += fmt.Sprintf(" err=%d %s", hdr.Err, describeReply(s.op, hdr.Err, body, r.sessions()))
+	}
+	if evs := c.Events[before:]; len(evs) > 0 {
+		line += fmt.Sprintf(" events=%v", evs)
+	}
+	if s.op == proto.OpCloseSession && err == nil {
+		// The server closes the connection after its reply.
+		c.Close()
+		delete(r.conns, s.conn)
+	}
+	return line
 }
 
 func describeReq(r proto.Record) string {

@@ -232,7 +232,7 @@ func (f *FSM) applyRequest(e *Entry, zxid int64, res *Result) {
 	}
 	t := &txn{f: f, e: e, zxid: zxid}
 	if e.Op == proto.OpMulti {
-		res.Resp = t.multi(req.(*proto.MultiRequest))
+		res.Resp, res.Err = t.multi(req.(*proto.MultiRequest))
 	} else {
 		res.Resp, res.Err = t.op(e.Op, req)
 	}
@@ -453,19 +453,25 @@ func (t *txn) check(path string, version int32) proto.Code {
 
 // multi applies ops in order and keeps all or none. When an op fails, the
 // ops before it report OK, the failing op its error, and the ops after it
-// RuntimeInconsistency, all as error results, as ZooKeeper answers.
-func (t *txn) multi(m *proto.MultiRequest) *proto.MultiResponse {
+// RuntimeInconsistency, all as error results, as ZooKeeper answers. The
+// whole request fails with MarshallingError, nothing applied, where
+// ZooKeeper fails it: when an op is not a write (ZooKeeper does not read
+// reads mixed with writes, and fails on reads alone), and see multiOp.
+func (t *txn) multi(m *proto.MultiRequest) (proto.Record, proto.Code) {
+	if k := multiKind(m.Ops); k == opsRead || k == opsInvalid {
+		return nil, proto.ErrMarshallingError
+	}
 	resp := &proto.MultiResponse{Results: make([]proto.OpResult, 0, len(m.Ops))}
 	t.f.tree.Begin()
 	failed := -1
 	for i, op := range m.Ops {
-		if !IsWrite(op.Type) || op.Type == proto.OpMulti {
-			failed = i
-			resp.Results = append(resp.Results, proto.OpResult{Type: proto.OpError, Err: proto.ErrBadArguments})
-			break
+		typ, req, ok := multiOp(op)
+		if !ok {
+			t.f.tree.Rollback()
+			t.events = nil
+			return nil, proto.ErrMarshallingError
 		}
-		typ := multiCreateType(op)
-		r, code := t.op(typ, op.Req)
+		r, code := t.op(typ, req)
 		if code != proto.OK {
 			failed = i
 			resp.Results = append(resp.Results, proto.OpResult{Type: proto.OpError, Err: code})
@@ -475,7 +481,7 @@ func (t *txn) multi(m *proto.MultiRequest) *proto.MultiResponse {
 	}
 	if failed < 0 {
 		t.f.tree.Commit()
-		return resp
+		return resp, proto.OK
 	}
 	t.f.tree.Rollback()
 	t.events = nil
@@ -485,32 +491,41 @@ func (t *txn) multi(m *proto.MultiRequest) *proto.MultiResponse {
 	for range m.Ops[failed+1:] {
 		resp.Results = append(resp.Results, proto.OpResult{Type: proto.OpError, Err: proto.ErrRuntimeInconsistency})
 	}
-	return resp
+	return resp, proto.OK
 }
 
-// multiCreateType is the type a create op of a multi really has: ZooKeeper
-// rebuilds each create from its flags (Op.create), so create2 becomes
-// create, and a create whose flags say container or TTL becomes that.
-func multiCreateType(op proto.MultiOp) proto.OpCode {
+// multiOp returns the op a multi's op really is, type and request:
+// ZooKeeper rebuilds each create from its flags (Op.create). Create2
+// becomes create, and a create whose flags say container becomes
+// createContainer. A createTTL whose flags name no TTL mode becomes a plain
+// create of those flags, its TTL dropped unchecked; one whose flags are
+// not a mode at all fails as a create does.
+//
+// A create, create2 or createContainer whose flags name a TTL mode becomes
+// a createTTL that ZooKeeper then cannot read its request as (a
+// ClassCastException in PrepRequestProcessor): the whole multi fails with
+// MarshallingError. ok is false for it.
+func multiOp(op proto.MultiOp) (typ proto.OpCode, req proto.Record, ok bool) {
 	var flags proto.CreateMode
 	switch r := op.Req.(type) {
 	case *proto.CreateRequest:
+		if r.Flags.TTL() {
+			return 0, nil, false
+		}
 		flags = r.Flags
 	case *proto.CreateTTLRequest:
+		if r.Flags.TTL() {
+			return proto.OpCreateTTL, r, true
+		}
+		op.Req = &proto.CreateRequest{Path: r.Path, Data: r.Data, ACL: r.ACL, Flags: r.Flags}
 		flags = r.Flags
 	default:
-		return op.Type
+		return op.Type, op.Req, true
 	}
-	switch {
-	case flags.TTL():
-		if _, ok := op.Req.(*proto.CreateTTLRequest); ok {
-			return proto.OpCreateTTL
-		}
-		return proto.OpCreate
-	case flags.Container():
-		return proto.OpCreateContainer
+	if flags.Container() {
+		return proto.OpCreateContainer, op.Req, true
 	}
-	return proto.OpCreate
+	return proto.OpCreate, op.Req, true
 }
 
 func multiResult(op proto.OpCode, r proto.Record) proto.OpResult {
@@ -532,11 +547,13 @@ func multiResult(op proto.OpCode, r proto.Record) proto.OpResult {
 	return proto.OpResult{Type: proto.OpCheck}
 }
 
-// WhoAmI returns the client infos of a set of identities, as ZooKeeper's
-// whoAmI answers: a digest identity shows its user name.
+// WhoAmI returns the client infos of a connection's identities, given in
+// the order the connection added them, as ZooKeeper's whoAmI answers: in
+// the order ZooKeeper lists them (tree.ConnOrder), a digest identity
+// showing its user name.
 func WhoAmI(ids []proto.ID) []proto.ClientInfo {
 	out := make([]proto.ClientInfo, 0, len(ids))
-	for _, id := range ids {
+	for _, id := range tree.ConnOrder(ids) {
 		user := id.ID
 		if id.Scheme == tree.SchemeDigest {
 			user, _, _ = strings.Cut(id.ID, ":")

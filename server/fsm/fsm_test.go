@@ -107,15 +107,18 @@ func (h *harness) request(t *testing.T, cmd string, a args) (proto.OpCode, proto
 	if v, ok := a["data"]; ok {
 		data = []byte(v)
 	}
+	// mode is a mode's name or a number.
+	mode := func(def string) proto.CreateMode {
+		if m, ok := modes[a.str("mode", def)]; ok {
+			return m
+		}
+		return proto.CreateMode(a.int(t, "mode", 0))
+	}
 	switch op {
 	case proto.OpCreate, proto.OpCreate2, proto.OpCreateContainer:
-		mode, ok := modes[a.str("mode", "persistent")]
-		if !ok {
-			mode = proto.CreateMode(a.int(t, "mode", 0))
-		}
-		return op, &proto.CreateRequest{Path: path, Data: data, ACL: parseACL(t, a.str("acl", "")), Flags: mode}
+		return op, &proto.CreateRequest{Path: path, Data: data, ACL: parseACL(t, a.str("acl", "")), Flags: mode("persistent")}
 	case proto.OpCreateTTL:
-		return op, &proto.CreateTTLRequest{Path: path, Data: data, ACL: parseACL(t, a.str("acl", "")), Flags: modes[a.str("mode", "ttl")], TTL: a.int(t, "ttl", 1000)}
+		return op, &proto.CreateTTLRequest{Path: path, Data: data, ACL: parseACL(t, a.str("acl", "")), Flags: mode("ttl"), TTL: a.int(t, "ttl", 1000)}
 	case proto.OpDelete:
 		return op, &proto.DeleteRequest{Path: path, Version: version}
 	case proto.OpSetData:

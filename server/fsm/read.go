@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"strings"
+	"unicode/utf8"
 
 	"github.com/collie-io/collie/proto"
 	"github.com/collie-io/collie/server/tree"
@@ -65,7 +66,7 @@ func (f *FSM) Read(session int64, op proto.OpCode, req proto.Record, ids []proto
 		}
 		return &proto.GetEphemeralsResponse{Ephemerals: out}, proto.OK
 	case *proto.MultiRequest:
-		return f.multiRead(r, ids), proto.OK
+		return f.multiRead(r, ids)
 	}
 	return nil, proto.ErrUnimplemented
 }
@@ -87,15 +88,50 @@ func maskDigests(acl []proto.ACL) []proto.ACL {
 	out := make([]proto.ACL, len(acl))
 	for i, a := range acl {
 		if a.ID.Scheme == tree.SchemeDigest {
-			user, _, _ := strings.Cut(a.ID.ID, ":")
-			a.ID.ID = user + ":x"
+			a.ID.ID = maskDigest(a.ID.ID)
 		}
 		out[i] = a
 	}
 	return out
 }
 
-func (f *FSM) multiRead(m *proto.MultiRequest, ids []proto.ID) *proto.MultiResponse {
+// maskDigest hides the hash of a digest id as ZooKeeper does, with Java's
+// id.replaceAll(":.*", ":x"): each colon and what follows it on its line
+// become ":x", "." matching no line terminator (\n, \r, U+0085, U+2028,
+// U+2029), so what comes after a line end shows, up to its own colon.
+func maskDigest(id string) string {
+	var b strings.Builder
+	for i := 0; i < len(id); {
+		if id[i] != ':' {
+			b.WriteByte(id[i])
+			i++
+			continue
+		}
+		b.WriteString(":x")
+		i++
+		for i < len(id) {
+			r, size := utf8.DecodeRuneInString(id[i:])
+			if r == '\n' || r == '\r' || r == '\u0085' || r == '\u2028' || r == '\u2029' {
+				break
+			}
+			i += size
+		}
+	}
+	return b.String()
+}
+
+// multiRead answers a multiRead. Its ops must all be reads, as for
+// ZooKeeper: one that is not fails the whole request with
+// MarshallingError, after an empty response when all its ops are writes
+// (ZooKeeper reads them, then fails on the first, having started the
+// response).
+func (f *FSM) multiRead(m *proto.MultiRequest, ids []proto.ID) (proto.Record, proto.Code) {
+	switch multiKind(m.Ops) {
+	case opsWrite:
+		return &proto.MultiResponse{}, proto.ErrMarshallingError
+	case opsInvalid:
+		return nil, proto.ErrMarshallingError
+	}
 	resp := &proto.MultiResponse{Results: make([]proto.OpResult, 0, len(m.Ops))}
 	for _, op := range m.Ops {
 		var res proto.OpResult
@@ -112,10 +148,42 @@ func (f *FSM) multiRead(m *proto.MultiRequest, ids []proto.ID) *proto.MultiRespo
 			} else {
 				res = proto.OpResult{Type: proto.OpGetChildren, Resp: &proto.GetChildrenResponse{Children: n.Children()}}
 			}
-		default:
-			res = proto.OpResult{Type: proto.OpError, Err: proto.ErrBadArguments}
 		}
 		resp.Results = append(resp.Results, res)
 	}
-	return resp
+	return resp, proto.OK
+}
+
+// opsKind is what the ops of a multi or multiRead are together.
+type opsKind int
+
+const (
+	opsNone opsKind = iota
+	opsRead
+	opsWrite
+	// opsInvalid is a list that ZooKeeper's MultiOperationRecord does not
+	// read: reads mixed with writes, or an op that is neither.
+	opsInvalid
+)
+
+// multiKind returns what ops are together: getData and getChildren are
+// reads; creates of every opcode, delete, setData and check are writes.
+func multiKind(ops []proto.MultiOp) opsKind {
+	kind := opsNone
+	for _, op := range ops {
+		k := opsWrite
+		switch op.Type {
+		case proto.OpGetData, proto.OpGetChildren:
+			k = opsRead
+		case proto.OpCreate, proto.OpCreate2, proto.OpCreateContainer, proto.OpCreateTTL,
+			proto.OpDelete, proto.OpSetData, proto.OpCheck:
+		default:
+			return opsInvalid
+		}
+		if kind != opsNone && kind != k {
+			return opsInvalid
+		}
+		kind = k
+	}
+	return kind
 }

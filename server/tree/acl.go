@@ -4,9 +4,10 @@ import (
 	"crypto/sha1"
 	"encoding/base64"
 	"fmt"
-	"net/netip"
+	"math"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/collie-io/collie/proto"
 )
@@ -162,12 +163,18 @@ func CheckACL(acl []proto.ACL, perm int32, ids []proto.ID) bool {
 
 // FixupACL validates the ACL of a create or setACL and expands "auth" ids
 // into the caller's authenticated identities, as ZooKeeper's fixupACL does.
+// ids are the caller's identities in the order its connection added them.
 // It returns ok=false (ZooKeeper's InvalidACL) for an empty ACL, an unknown
 // scheme, a malformed id, or an "auth" id from a caller with no
 // authenticated identity.
+//
+// Schemes and ids are first taken as ZooKeeper reads them off the wire,
+// invalid UTF-8 replaced (proto.JavaString); equal entries are then
+// dropped, but not the entries "auth" expands to, which may repeat others.
 func FixupACL(acl []proto.ACL, ids []proto.ID) ([]proto.ACL, bool) {
 	uniq := make([]proto.ACL, 0, len(acl))
 	for _, a := range acl {
+		a.ID = proto.ID{Scheme: proto.JavaString(a.ID.Scheme), ID: proto.JavaString(a.ID.ID)}
 		if !containsACL(uniq, a) {
 			uniq = append(uniq, a)
 		}
@@ -176,16 +183,20 @@ func FixupACL(acl []proto.ACL, ids []proto.ID) ([]proto.ACL, bool) {
 		return nil, false
 	}
 	out := make([]proto.ACL, 0, len(uniq))
+	var ordered []proto.ID
 	for _, a := range uniq {
 		switch {
 		case a.ID.Scheme == SchemeWorld && a.ID.ID == "anyone":
 			out = append(out, a)
 		case a.ID.Scheme == SchemeAuth:
+			if ordered == nil {
+				ordered = ConnOrder(ids)
+			}
 			found := false
-			for _, id := range ids {
-				// Only identities from authenticating providers count: ip
-				// is not one, as in ZooKeeper.
-				if id.Scheme == SchemeDigest || id.Scheme == SchemeSuper {
+			for _, id := range ordered {
+				// Only identities of a provider that authenticates count:
+				// digest. Not ip, and not super, which has no provider.
+				if id.Scheme == SchemeDigest {
 					found = true
 					out = append(out, proto.ACL{Perms: a.Perms, ID: id})
 				}
@@ -194,12 +205,12 @@ func FixupACL(acl []proto.ACL, ids []proto.ID) ([]proto.ACL, bool) {
 				return nil, false
 			}
 		case a.ID.Scheme == SchemeDigest:
-			if strings.Count(a.ID.ID, ":") != 1 {
+			if !validDigest(a.ID.ID) {
 				return nil, false
 			}
 			out = append(out, a)
 		case a.ID.Scheme == SchemeIP:
-			if !validIP(a.ID.ID) {
+			if _, _, ok := parseIPACL(a.ID.ID); !ok {
 				return nil, false
 			}
 			out = append(out, a)
@@ -219,37 +230,132 @@ func containsACL(acls []proto.ACL, a proto.ACL) bool {
 	return false
 }
 
-func validIP(s string) bool {
-	if strings.Contains(s, "/") {
-		_, err := netip.ParsePrefix(s)
-		return err == nil
+// validDigest reports whether id is a digest id to ZooKeeper: Java's
+// id.split(":") gives two parts, which drops empty parts at the end, so
+// "u:h:" is one and "u:" is not.
+func validDigest(id string) bool {
+	parts := strings.Split(id, ":")
+	for len(parts) > 0 && parts[len(parts)-1] == "" {
+		parts = parts[:len(parts)-1]
 	}
-	_, err := netip.ParseAddr(s)
-	return err == nil
+	return len(parts) == 2
 }
 
+// parseIPACL parses an ip id as ZooKeeper 3.8's IPAuthenticationProvider:
+// IPv4 only, four dot-separated numbers 0 to 255, then optionally a slash
+// and a prefix length 0 to 32, every number as Java's Integer.parseInt
+// reads it (a sign and leading zeros allowed).
+func parseIPACL(s string) (addr uint32, bits int, ok bool) {
+	a, prefix, hasPrefix := strings.Cut(s, "/")
+	addr, ok = parseIPv4(a)
+	if !ok {
+		return 0, 0, false
+	}
+	bits = 32
+	if hasPrefix {
+		n, ok := javaParseInt(prefix)
+		if !ok || n < 0 || n > 32 {
+			return 0, 0, false
+		}
+		bits = int(n)
+	}
+	return addr, bits, true
+}
+
+func parseIPv4(s string) (uint32, bool) {
+	parts := strings.Split(s, ".")
+	if len(parts) != 4 {
+		return 0, false
+	}
+	var addr uint32
+	for _, p := range parts {
+		n, ok := javaParseInt(p)
+		if !ok || n < 0 || n > 255 {
+			return 0, false
+		}
+		addr = addr<<8 | uint32(n)
+	}
+	return addr, true
+}
+
+// javaParseInt parses s as Java's Integer.parseInt(s, 10): an optional
+// sign, then at least one decimal digit, of any script of the basic
+// multilingual plane (Character.digit), within the range of an int.
+func javaParseInt(s string) (int32, bool) {
+	if s == "" {
+		return 0, false
+	}
+	neg := s[0] == '-'
+	if neg || s[0] == '+' {
+		s = s[1:]
+		if s == "" {
+			return 0, false
+		}
+	}
+	limit := int64(math.MaxInt32)
+	if neg {
+		limit++
+	}
+	var n int64
+	for _, r := range s {
+		d := decimalDigit(r)
+		if d < 0 {
+			return 0, false
+		}
+		if n = n*10 + int64(d); n > limit {
+			return 0, false
+		}
+	}
+	if neg {
+		n = -n
+	}
+	return int32(n), true
+}
+
+// decimalDigit returns the value of a decimal digit of the basic plane
+// (Unicode category Nd), or -1. Java reads a string by UTF-16 units, so a
+// digit beyond the basic plane is two surrogates to it, and no digit.
+func decimalDigit(r rune) int {
+	if r >= '0' && r <= '9' {
+		return int(r - '0')
+	}
+	if r < 0x80 || r > 0xffff {
+		return -1
+	}
+	// Every run of decimal digits in Unicode is whole tens, zero first.
+	for _, rg := range unicode.Nd.R16 {
+		if rune(rg.Lo) <= r && r <= rune(rg.Hi) && rg.Stride == 1 {
+			return int(r-rune(rg.Lo)) % 10
+		}
+	}
+	return -1
+}
+
+// ipMatches reports whether a client whose ip identity is client matches
+// the ip id of an ACL, as IPAuthenticationProvider.matches: both are
+// masked to the id's prefix length and compared; an address that is not
+// IPv4 matches nothing.
 func ipMatches(client, acl string) bool {
-	addr, err := netip.ParseAddr(client)
-	if err != nil {
+	a, bits, ok := parseIPACL(acl)
+	if !ok {
 		return false
 	}
-	addr = addr.Unmap()
-	if strings.Contains(acl, "/") {
-		p, err := netip.ParsePrefix(acl)
-		return err == nil && p.Contains(addr)
+	c, ok := parseIPv4(client)
+	if !ok {
+		return false
 	}
-	a, err := netip.ParseAddr(acl)
-	return err == nil && a.Unmap() == addr
+	mask := ^uint32(0) << (32 - bits) // 0 for bits 0
+	return a&mask == c&mask
 }
 
-// DigestID returns the digest identity of "user:password": the user, a
-// colon, and the base64 SHA-1 of the whole string, as ZooKeeper's
-// DigestAuthenticationProvider.generateDigest.
-func DigestID(userPassword string) (string, bool) {
-	user, _, ok := strings.Cut(userPassword, ":")
-	if !ok {
-		return "", false
-	}
-	sum := sha1.Sum([]byte(userPassword))
-	return user + ":" + base64.StdEncoding.EncodeToString(sum[:]), true
+// DigestID returns the identity that digest auth with auth gives, as
+// ZooKeeper's DigestAuthenticationProvider makes it from any input: the
+// input decoded as Java decodes UTF-8, then its part before the first
+// colon (all of it when there is none), a colon, and the base64 SHA-1 of
+// the whole decoded input.
+func DigestID(auth string) string {
+	auth = proto.JavaString(auth)
+	user, _, _ := strings.Cut(auth, ":")
+	sum := sha1.Sum([]byte(auth))
+	return user + ":" + base64.StdEncoding.EncodeToString(sum[:])
 }

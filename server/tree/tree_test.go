@@ -87,13 +87,10 @@ func TestCversionCountsCreatesAndDeletes(t *testing.T) {
 }
 
 func TestACLChecks(t *testing.T) {
-	digest, ok := DigestID("super:test")
+	digest := DigestID("super:test")
 	// The value is computed independently (base64 of SHA-1 of "super:test").
-	if !ok || digest != "super:D/InIHSb7yEEbrWz8b9l71RjZJU=" {
-		t.Fatalf("DigestID = %q, %v", digest, ok)
-	}
-	if _, ok := DigestID("nocolon"); ok {
-		t.Fatal("DigestID accepted an id without a colon")
+	if digest != "super:D/InIHSb7yEEbrWz8b9l71RjZJU=" {
+		t.Fatalf("DigestID = %q", digest)
 	}
 	acl := []proto.ACL{
 		{Perms: proto.PermRead, ID: proto.ID{Scheme: "ip", ID: "10.0.0.0/8"}},
@@ -118,6 +115,32 @@ func TestACLChecks(t *testing.T) {
 	}
 	if !CheckACL(nil, proto.PermAll, nil) {
 		t.Error("an empty ACL must allow everything")
+	}
+	// ip ids as ZooKeeper 3.8 reads them: IPv4 only, numbers as Java's
+	// Integer.parseInt reads them (see zkcompat's TestAuthAgainstZooKeeper).
+	for _, c := range []struct {
+		client, acl  string
+		valid, match bool
+	}{
+		{"127.0.0.1", "127.000.000.001", true, true},
+		{"127.0.0.1", "127.1.1.1/+8", true, true},
+		{"127.0.0.1", "128.0.0.0/0", true, true},
+		{"127.0.0.1", "127.0.0.3/31", true, false},
+		{"127.0.0.1", "\u0661\u0662\u0667.0.0.1", true, true},
+		{"127.0.0.1", "1.2.3.4/33", false, false},
+		{"127.0.0.1", "1.2.3.4/", false, false},
+		{"::1", "::1", false, false},
+		{"0:0:0:0:0:0:0:1", "0.0.0.0/0", true, false},
+	} {
+		_, _, valid := parseIPACL(c.acl)
+		if match := ipMatches(c.client, c.acl); valid != c.valid || match != c.match {
+			t.Errorf("ip id %q: valid %v, matches %s %v; want %v, %v", c.acl, valid, c.client, match, c.valid, c.match)
+		}
+	}
+	for id, want := range map[string]bool{"u:h": true, ":h": true, "u:h:": true, "u:h::": true, "u:": false, "u::": false, "::": false, "u": false, "a:b:c": false} {
+		if validDigest(id) != want {
+			t.Errorf("validDigest(%q) = %v, want %v", id, !want, want)
+		}
 	}
 	fixed, ok := FixupACL([]proto.ACL{{Perms: 31, ID: proto.ID{Scheme: "auth"}}}, []proto.ID{{Scheme: "ip", ID: "1.2.3.4"}, {Scheme: "digest", ID: digest}})
 	if !ok || len(fixed) != 1 || fixed[0].ID.Scheme != "digest" {

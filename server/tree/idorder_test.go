@@ -1,0 +1,106 @@
+package tree
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/collie-io/collie/proto"
+)
+
+func digestIDs(users ...string) []proto.ID {
+	ids := []proto.ID{{Scheme: SchemeIP, ID: "127.0.0.1"}}
+	for _, u := range users {
+		ids = append(ids, proto.ID{Scheme: SchemeDigest, ID: DigestID(u + ":pw")})
+	}
+	return ids
+}
+
+func users(ids []proto.ID) []string {
+	var out []string
+	for _, id := range ids {
+		if id.Scheme == SchemeDigest {
+			out = append(out, id.ID[:len(id.ID)-29]) // the user, without ":" and the hash
+		} else {
+			out = append(out, id.Scheme)
+		}
+	}
+	return out
+}
+
+// TestConnOrderAsZooKeeper checks orders that ZooKeeper 3.8's whoAmI
+// listed for a connection from 127.0.0.1 after these addauths (see
+// zkcompat's TestAuthAgainstZooKeeper, which compares many more).
+func TestConnOrderAsZooKeeper(t *testing.T) {
+	cases := []struct {
+		added []string
+		want  []string
+	}{
+		{[]string{"user1", "user2", "user3"}, []string{"user2", "user1", "user3", "ip"}},
+		{[]string{"user3", "user2", "user1"}, []string{"user2", "user1", "user3", "ip"}},
+		{[]string{"user4", "user5", "user6", "user7", "user8", "user9", "user10"},
+			[]string{"user5", "user7", "user8", "user9", "user10", "ip", "user4", "user6"}},
+	}
+	for _, c := range cases {
+		if got := users(ConnOrder(digestIDs(c.added...))); !slices.Equal(got, c.want) {
+			t.Errorf("ConnOrder after %v = %v, want %v", c.added, got, c.want)
+		}
+	}
+}
+
+// TestConnOrderBucketBecomesTree adds identities that share a bucket until
+// the bucket is a tree: the table grows to 128 buckets first, and the tree
+// then lists the identities added after it formed newest first, before the
+// older ones in the order they came.
+func TestConnOrderBucketBecomesTree(t *testing.T) {
+	var same []string
+	for i := 0; len(same) < 12; i++ {
+		u := fmt.Sprintf("c%d", i)
+		if spread(idHash(proto.ID{Scheme: SchemeDigest, ID: DigestID(u + ":pw")}))&127 == 0 {
+			same = append(same, u)
+		}
+	}
+	var s idSet
+	for _, id := range digestIDs(same...) {
+		s.add(id)
+	}
+	if len(s.bins) != 128 || !s.bins[0].tree {
+		t.Fatalf("%d buckets, bucket 0 a tree: %v; want 128 and a tree", len(s.bins), s.bins[0].tree)
+	}
+	// The ninth add grew the table; the tenth found nine in the list,
+	// joined them and made the ten a tree; the two after came first.
+	want := []string{same[11], same[10]}
+	want = append(want, same[:10]...)
+	var bucket []proto.ID
+	for _, e := range s.bins[0].entries {
+		bucket = append(bucket, e.id)
+	}
+	got := users(bucket)
+	if !slices.Equal(got, want) {
+		t.Fatalf("bucket 0 lists %v, want %v", got, want)
+	}
+}
+
+// TestConnOrderKeepsEveryone checks that ConnOrder neither loses nor
+// repeats an identity, however many.
+func TestConnOrderKeepsEveryone(t *testing.T) {
+	var added []string
+	for i := range 300 {
+		added = append(added, fmt.Sprintf("u%d", i))
+		ids := digestIDs(added...)
+		got := ConnOrder(ids)
+		sortIDs := func(s []proto.ID) []proto.ID {
+			s = slices.Clone(s)
+			slices.SortFunc(s, func(a, b proto.ID) int {
+				if a.Scheme+a.ID < b.Scheme+b.ID {
+					return -1
+				}
+				return 1
+			})
+			return s
+		}
+		if !slices.Equal(sortIDs(got), sortIDs(ids)) {
+			t.Fatalf("ConnOrder of %d identities returned %d, or others", len(ids), len(got))
+		}
+	}
+}
