@@ -514,7 +514,7 @@ func (s *Server) notify(res fsm.Result) {
 	for _, ev := range res.Events {
 		for _, d := range s.watches.Trigger(ev.Type, ev.Path) {
 			// A one-shot watch is spent even when its event is withheld.
-			if tree.CheckACL(ev.ACL, proto.PermRead, d.Watcher.Auth()) {
+			if tree.CheckACL(ev.ACL, proto.PermRead, d.Watcher.Auth(), tree.ACLRulesZK38) {
 				d.Watcher.Notify(d.Event)
 			}
 		}

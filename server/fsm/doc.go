@@ -14,6 +14,15 @@
 // the client, which gives ZooKeeper's guarantee that a client sees a watch
 // event before any reply that shows the change.
 //
+// An entry's first byte is its version, which names the rules it applies
+// under as well as its encoding (entryVersion lists what each version
+// changed). Apply decides each entry by its own version's rules, so
+// replaying a log, whole or after a snapshot, reaches the same state
+// whichever Collie replays it, and a replica applies entries an older
+// leader wrote as that leader did. An entry of a version this code does
+// not know is refused (ErrUnknownEntry): the replica stops rather than
+// diverge.
+//
 // Validation happens in Apply, in the order of ZooKeeper's
 // PrepRequestProcessor, so the first failing check decides the error code
 // exactly as it does on ZooKeeper. A multi is applied op by op under the

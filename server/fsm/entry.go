@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/collie-io/collie/proto"
+	"github.com/collie-io/collie/server/tree"
 )
 
 // EntryType is the first byte of every log entry after its version. Apply
@@ -40,8 +41,43 @@ const (
 // SecretLen is the length of the session secret.
 const SecretLen = 32
 
-// entryVersion is the format of entries this code writes and reads.
-const entryVersion = 1
+// entryVersion is the version of the entries this code writes, the newest
+// it knows. An entry's version names its encoding and the rules it applies
+// under: Apply decides an entry of each version it knows by that version's
+// rules, so a replica that replays an old entry from its log, or applies
+// one an older leader wrote, reaches the state the code that wrote the
+// entry reached, as the replicas that applied it then did, or that hold it
+// in a snapshot. An entry of a version this code does not know stops the
+// replica (ErrUnknownEntry): a member still running older code stops at the
+// first entry a newer leader writes, and rejoins once upgraded.
+//
+// Version 1 is Collie's first. Version 2 has the same encoding and applies
+// writes by ZooKeeper 3.8's rules, where version 1 did not
+// (tree.ACLRulesV1 and multi's v1 branches keep version 1's):
+//
+//   - An "auth" ACL expands to the caller's digest identities in the order
+//     ZooKeeper lists them (tree.ConnOrder), where version 1 took them in
+//     the entry's order and took the super identity too.
+//   - ACL schemes and ids are decoded as Java decodes UTF-8 before they are
+//     checked and kept (version 1 kept them as sent); a digest id is valid
+//     as Java's split(":") reads it (version 1: exactly one colon); ip ids
+//     are IPv4 only, their numbers read as Integer.parseInt reads them, and
+//     match by those rules too (version 1: IPv4 or IPv6 as net/netip).
+//   - A multi with an op that is not a write fails whole with
+//     MarshallingError (version 1 failed that op with BadArguments).
+//   - A multi's creates are rebuilt from their flags: a createTTL without a
+//     TTL mode is a plain create, and a create with one fails the multi
+//     with MarshallingError (version 1 kept each request as it came and
+//     checked its TTL against its flags, as for a request alone).
+//
+// The same changes need no version where they decide nothing an entry
+// applies. Reads are answered by each server from its own state and never
+// replayed: getACL's masking of digest ids, multiRead's refusal of writes
+// and the order whoAmI lists identities in follow the newest rules. What is
+// decided before an entry is written is in the entry: the identity digest
+// auth makes of any input, and the identities a connection has, in the
+// order they came, are the entry's Auth, which every replica applies alike.
+const entryVersion = 2
 
 // ErrUnknownEntry is returned when a log entry is of a version or type this
 // server does not know: the log was written by a newer Collie, and applying
@@ -53,9 +89,14 @@ var ErrUnknownEntry = errors.New("fsm: unknown log entry")
 // Encoding (jute, after a version byte and a type byte): ReqID long, Origin
 // long, Session long, Cxid int, Time long, Timeout int, Op int, Auth as a
 // vector of (scheme, id), Body buffer. Every type uses the same fields; those
-// a type does not need are zero.
+// a type does not need are zero. Versions 1 and 2 encode alike and apply
+// differently (see entryVersion).
 type Entry struct {
-	Type EntryType
+	// Version is the version of the rules the entry applies under, written
+	// as its version byte. Zero is this code's version (entryVersion):
+	// Marshal writes that, and Apply applies by it. UnmarshalEntry sets it.
+	Version uint8
+	Type    EntryType
 	// ReqID identifies the proposal on the server that made it, so that
 	// server can hand the result to the waiting client.
 	ReqID uint64
@@ -84,7 +125,7 @@ type Entry struct {
 func (e *Entry) Marshal() []byte {
 	enc := proto.NewEncoder(make([]byte, 0, 64+len(e.Body)))
 	b := enc.Bytes()
-	b = append(b, entryVersion, byte(e.Type))
+	b = append(b, e.version(), byte(e.Type))
 	enc = proto.NewEncoder(b)
 	enc.Long(int64(e.ReqID))
 	enc.Long(int64(e.Origin))
@@ -107,10 +148,10 @@ func UnmarshalEntry(b []byte) (*Entry, error) {
 	if len(b) < 2 {
 		return nil, fmt.Errorf("%w: %d bytes", ErrUnknownEntry, len(b))
 	}
-	if b[0] != entryVersion {
+	if !knownVersion(b[0]) {
 		return nil, fmt.Errorf("%w: version %d", ErrUnknownEntry, b[0])
 	}
-	e := &Entry{Type: EntryType(b[1])}
+	e := &Entry{Version: b[0], Type: EntryType(b[1])}
 	switch e.Type {
 	case EntryCreateSession, EntryCloseSession, EntryRequest, EntryDeleteContainer, EntrySetSecret, EntryMoveSession:
 	default:
@@ -141,4 +182,23 @@ func UnmarshalEntry(b []byte) (*Entry, error) {
 		return nil, fmt.Errorf("fsm: decode entry: %w", err)
 	}
 	return e, nil
+}
+
+// version returns the version the entry applies under.
+func (e *Entry) version() uint8 {
+	if e.Version == 0 {
+		return entryVersion
+	}
+	return e.Version
+}
+
+// knownVersion reports whether this code applies entries of version v.
+func knownVersion(v uint8) bool { return v >= 1 && v <= entryVersion }
+
+// aclRules are the ACL rules of the entry's version.
+func (e *Entry) aclRules() tree.ACLRules {
+	if e.version() == 1 {
+		return tree.ACLRulesV1
+	}
+	return tree.ACLRulesZK38
 }

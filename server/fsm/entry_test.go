@@ -10,23 +10,45 @@ import (
 )
 
 func TestEntryRoundTrip(t *testing.T) {
-	e := &Entry{Type: EntryRequest, ReqID: 7, Origin: 3, Session: -9, Cxid: 11, Time: 1234, Timeout: 30000,
-		Op: proto.OpSetData, Auth: []proto.ID{{Scheme: "ip", ID: "127.0.0.1"}}, Body: []byte("body")}
-	got, err := UnmarshalEntry(e.Marshal())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(got, e) {
-		t.Fatalf("got %+v, want %+v", got, e)
+	// Version 0 is this code's version, which the decoded entry names.
+	for _, v := range []uint8{0, 1, entryVersion} {
+		e := &Entry{Version: v, Type: EntryRequest, ReqID: 7, Origin: 3, Session: -9, Cxid: 11, Time: 1234, Timeout: 30000,
+			Op: proto.OpSetData, Auth: []proto.ID{{Scheme: "ip", ID: "127.0.0.1"}}, Body: []byte("body")}
+		b := e.Marshal()
+		got, err := UnmarshalEntry(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := *e
+		want.Version = b[0]
+		if b[0] != e.version() || !reflect.DeepEqual(got, &want) {
+			t.Fatalf("version %d: version byte %d, got %+v, want %+v", v, b[0], got, &want)
+		}
 	}
 }
 
+// An entry of a version or type this code does not know, from a newer
+// Collie, is refused whole: decoding fails, and Apply panics on one built
+// in memory.
 func TestUnknownEntryStopsReplica(t *testing.T) {
 	b := (&Entry{Type: EntryRequest}).Marshal()
-	for _, bad := range [][]byte{nil, {1}, append([]byte{2}, b[1:]...), append([]byte{1, 99}, b[2:]...)} {
+	with := func(version, typ byte) []byte { return append([]byte{version, typ}, b[2:]...) }
+	for _, bad := range [][]byte{nil, {1}, with(0, 3), with(entryVersion+1, 3), with(1, 99), with(entryVersion, 99)} {
 		if _, err := UnmarshalEntry(bad); !errors.Is(err, ErrUnknownEntry) {
 			t.Errorf("UnmarshalEntry(% x) = %v, want ErrUnknownEntry", bad, err)
 		}
+	}
+	f := New(Options{})
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("Apply of an entry of version 3 did not panic")
+			}
+		}()
+		f.Apply(1, &Entry{Version: entryVersion + 1, Type: EntryCreateSession, Session: 1, Timeout: 4000})
+	}()
+	if f.Applied() != 0 || len(f.Sessions()) != 0 {
+		t.Errorf("the refused entry changed the state: applied %d, sessions %v", f.Applied(), f.Sessions())
 	}
 }
 

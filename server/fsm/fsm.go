@@ -130,11 +130,16 @@ func (f *FSM) Skip(index uint64) {
 	}
 }
 
-// Apply applies the entry at a raft index. It panics if index does not
-// follow the last applied one: that is a broken log, not a client error.
+// Apply applies the entry at a raft index, by the rules of the entry's
+// version. It panics if index does not follow the last applied one, or if
+// the entry is of a version or type this code does not know (UnmarshalEntry
+// refuses those): that is a broken log, not a client error.
 func (f *FSM) Apply(index uint64, e *Entry) Result {
 	if index <= f.applied {
 		panic(fmt.Sprintf("fsm: apply of index %d after %d", index, f.applied))
+	}
+	if !knownVersion(e.version()) {
+		panic(fmt.Sprintf("fsm: entry of version %d at index %d", e.Version, index))
 	}
 	f.applied = index
 	zxid := int64(index)
@@ -208,9 +213,11 @@ func (f *FSM) deleteContainer(path string, zxid, now int64) (proto.Code, []Event
 
 // txn is the context of one write request being applied.
 type txn struct {
-	f      *FSM
-	e      *Entry
-	zxid   int64
+	f    *FSM
+	e    *Entry
+	zxid int64
+	// rules are the ACL rules of the entry's version.
+	rules  tree.ACLRules
 	events []Event
 }
 
@@ -230,7 +237,7 @@ func (f *FSM) applyRequest(e *Entry, zxid int64, res *Result) {
 		res.Err = proto.ErrSessionMoved
 		return
 	}
-	t := &txn{f: f, e: e, zxid: zxid}
+	t := &txn{f: f, e: e, zxid: zxid, rules: e.aclRules()}
 	if e.Op == proto.OpMulti {
 		res.Resp, res.Err = t.multi(req.(*proto.MultiRequest))
 	} else {
@@ -314,7 +321,7 @@ func (t *txn) create(op proto.OpCode, path string, data []byte, acl []proto.ACL,
 	if !ok {
 		return nil, proto.ErrBadArguments
 	}
-	acl, ok = tree.FixupACL(acl, t.e.Auth)
+	acl, ok = tree.FixupACL(acl, t.e.Auth, t.rules)
 	if !ok {
 		return nil, proto.ErrInvalidACL
 	}
@@ -322,7 +329,7 @@ func (t *txn) create(op proto.OpCode, path string, data []byte, acl []proto.ACL,
 	if !ok {
 		return nil, proto.ErrNoNode
 	}
-	if !tree.CheckACL(t.f.tree.ACL(parent), proto.PermCreate, t.e.Auth) {
+	if !tree.CheckACL(t.f.tree.ACL(parent), proto.PermCreate, t.e.Auth, t.rules) {
 		return nil, proto.ErrNoAuth
 	}
 	if flags.Sequential() {
@@ -373,7 +380,7 @@ func (t *txn) delete(path string, version int32) proto.Code {
 	if !ok {
 		return proto.ErrNoNode
 	}
-	if !tree.CheckACL(t.f.tree.ACL(parent), proto.PermDelete, t.e.Auth) {
+	if !tree.CheckACL(t.f.tree.ACL(parent), proto.PermDelete, t.e.Auth, t.rules) {
 		return proto.ErrNoAuth
 	}
 	n, ok := t.f.tree.Get(path)
@@ -401,7 +408,7 @@ func (t *txn) setData(path string, data []byte, version int32) (proto.Record, pr
 	if !ok {
 		return nil, proto.ErrNoNode
 	}
-	if !tree.CheckACL(t.f.tree.ACL(n), proto.PermWrite, t.e.Auth) {
+	if !tree.CheckACL(t.f.tree.ACL(n), proto.PermWrite, t.e.Auth, t.rules) {
 		return nil, proto.ErrNoAuth
 	}
 	if version != -1 && version != n.Version {
@@ -416,7 +423,7 @@ func (t *txn) setACL(path string, acl []proto.ACL, version int32) (proto.Record,
 	if proto.ValidatePath(path) != nil {
 		return nil, proto.ErrBadArguments
 	}
-	acl, ok := tree.FixupACL(acl, t.e.Auth)
+	acl, ok := tree.FixupACL(acl, t.e.Auth, t.rules)
 	if !ok {
 		return nil, proto.ErrInvalidACL
 	}
@@ -424,7 +431,7 @@ func (t *txn) setACL(path string, acl []proto.ACL, version int32) (proto.Record,
 	if !ok {
 		return nil, proto.ErrNoNode
 	}
-	if !tree.CheckACL(t.f.tree.ACL(n), proto.PermAdmin, t.e.Auth) {
+	if !tree.CheckACL(t.f.tree.ACL(n), proto.PermAdmin, t.e.Auth, t.rules) {
 		return nil, proto.ErrNoAuth
 	}
 	if version != -1 && version != n.Aversion {
@@ -442,7 +449,7 @@ func (t *txn) check(path string, version int32) proto.Code {
 	if !ok {
 		return proto.ErrNoNode
 	}
-	if !tree.CheckACL(t.f.tree.ACL(n), proto.PermRead, t.e.Auth) {
+	if !tree.CheckACL(t.f.tree.ACL(n), proto.PermRead, t.e.Auth, t.rules) {
 		return proto.ErrNoAuth
 	}
 	if version != -1 && version != n.Version {
@@ -457,15 +464,24 @@ func (t *txn) check(path string, version int32) proto.Code {
 // whole request fails with MarshallingError, nothing applied, where
 // ZooKeeper fails it: when an op is not a write (ZooKeeper does not read
 // reads mixed with writes, and fails on reads alone), and see multiOp.
+//
+// An entry of version 1 never fails whole: an op that is not a write fails
+// as an op, with BadArguments.
 func (t *txn) multi(m *proto.MultiRequest) (proto.Record, proto.Code) {
-	if k := multiKind(m.Ops); k == opsRead || k == opsInvalid {
+	v1 := t.e.version() == 1
+	if k := multiKind(m.Ops); !v1 && (k == opsRead || k == opsInvalid) {
 		return nil, proto.ErrMarshallingError
 	}
 	resp := &proto.MultiResponse{Results: make([]proto.OpResult, 0, len(m.Ops))}
 	t.f.tree.Begin()
 	failed := -1
 	for i, op := range m.Ops {
-		typ, req, ok := multiOp(op)
+		if v1 && !IsWrite(op.Type) {
+			failed = i
+			resp.Results = append(resp.Results, proto.OpResult{Type: proto.OpError, Err: proto.ErrBadArguments})
+			break
+		}
+		typ, req, ok := multiOp(op, v1)
 		if !ok {
 			t.f.tree.Rollback()
 			t.events = nil
@@ -505,11 +521,16 @@ func (t *txn) multi(m *proto.MultiRequest) (proto.Record, proto.Code) {
 // a createTTL that ZooKeeper then cannot read its request as (a
 // ClassCastException in PrepRequestProcessor): the whole multi fails with
 // MarshallingError. ok is false for it.
-func multiOp(op proto.MultiOp) (typ proto.OpCode, req proto.Record, ok bool) {
+//
+// For an entry of version 1 (v1), ok is always true and the request stays
+// as it came: a create with a TTL mode is a create, and a createTTL
+// without one keeps its TTL, which create then checks against the flags
+// as it does for a request alone.
+func multiOp(op proto.MultiOp, v1 bool) (typ proto.OpCode, req proto.Record, ok bool) {
 	var flags proto.CreateMode
 	switch r := op.Req.(type) {
 	case *proto.CreateRequest:
-		if r.Flags.TTL() {
+		if r.Flags.TTL() && !v1 {
 			return 0, nil, false
 		}
 		flags = r.Flags
@@ -517,7 +538,9 @@ func multiOp(op proto.MultiOp) (typ proto.OpCode, req proto.Record, ok bool) {
 		if r.Flags.TTL() {
 			return proto.OpCreateTTL, r, true
 		}
-		op.Req = &proto.CreateRequest{Path: r.Path, Data: r.Data, ACL: r.ACL, Flags: r.Flags}
+		if !v1 {
+			op.Req = &proto.CreateRequest{Path: r.Path, Data: r.Data, ACL: r.ACL, Flags: r.Flags}
+		}
 		flags = r.Flags
 	default:
 		return op.Type, op.Req, true

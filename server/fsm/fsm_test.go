@@ -31,6 +31,8 @@ var opcodes = map[string]proto.OpCode{
 	"create": proto.OpCreate, "create2": proto.OpCreate2, "createContainer": proto.OpCreateContainer,
 	"createTTL": proto.OpCreateTTL, "delete": proto.OpDelete, "set": proto.OpSetData,
 	"setacl": proto.OpSetACL, "check": proto.OpCheck,
+	// In a multi only: ops that are not writes.
+	"get": proto.OpGetData, "ls": proto.OpGetChildren, "deleteContainer": proto.OpDeleteContainer,
 }
 
 type args map[string]string
@@ -125,6 +127,12 @@ func (h *harness) request(t *testing.T, cmd string, a args) (proto.OpCode, proto
 		return op, &proto.SetDataRequest{Path: path, Data: data, Version: version}
 	case proto.OpSetACL:
 		return op, &proto.SetACLRequest{Path: path, ACL: parseACL(t, a.str("acl", "")), Version: version}
+	case proto.OpGetData:
+		return op, &proto.GetDataRequest{Path: path}
+	case proto.OpGetChildren:
+		return op, &proto.GetChildrenRequest{Path: path}
+	case proto.OpDeleteContainer:
+		return op, &proto.DeleteRequest{Path: path, Version: version}
 	}
 	return op, &proto.CheckVersionRequest{Path: path, Version: version}
 }
@@ -239,6 +247,8 @@ func TestDataDriven(t *testing.T) {
 			}
 			session := a.int(t, "session", 1)
 			auth := parseAuth(a.str("auth", ""))
+			// entry is the version of a write's log entry; 0 is this code's.
+			entry := uint8(a.int(t, "entry", 0))
 			switch d.Cmd {
 			case "open":
 				return formatResult(h.apply(t, &Entry{Type: EntryCreateSession, Session: session, Timeout: int32(a.int(t, "timeout", 30000))}))
@@ -249,7 +259,7 @@ func TestDataDriven(t *testing.T) {
 				return "ok"
 			case "create", "create2", "createContainer", "createTTL", "delete", "set", "setacl", "check":
 				op, req := h.request(t, d.Cmd, a)
-				return formatResult(h.apply(t, &Entry{Type: EntryRequest, Session: session, Op: op, Auth: auth, Body: proto.Marshal(req)}))
+				return formatResult(h.apply(t, &Entry{Version: entry, Type: EntryRequest, Session: session, Op: op, Auth: auth, Body: proto.Marshal(req)}))
 			case "multi":
 				m := &proto.MultiRequest{}
 				for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
@@ -260,7 +270,7 @@ func TestDataDriven(t *testing.T) {
 					op, req := h.request(t, f[0], parseArgs(f[1:]))
 					m.Ops = append(m.Ops, proto.MultiOp{Type: op, Req: req})
 				}
-				return formatResult(h.apply(t, &Entry{Type: EntryRequest, Session: session, Op: proto.OpMulti, Auth: auth, Body: proto.Marshal(m)}))
+				return formatResult(h.apply(t, &Entry{Version: entry, Type: EntryRequest, Session: session, Op: proto.OpMulti, Auth: auth, Body: proto.Marshal(m)}))
 			case "deletecontainer":
 				return formatResult(h.apply(t, &Entry{Type: EntryDeleteContainer, Body: []byte(a.str("path", "")), Time: a.int(t, "time", 0)}))
 			case "candidates":

@@ -11,6 +11,10 @@ import (
 // Read answers a read request from the local state, with ZooKeeper's ACL
 // checks and error codes. It does not register watches: the caller does,
 // for a getData or getChildren that succeeded and for any exists.
+//
+// A read is answered once, by one server, and never replayed, so it
+// follows the newest rules (tree.ACLRulesZK38), whatever the version of
+// the entries that made the state it reads.
 func (f *FSM) Read(session int64, op proto.OpCode, req proto.Record, ids []proto.ID) (proto.Record, proto.Code) {
 	switch r := req.(type) {
 	case *proto.ExistsRequest:
@@ -46,7 +50,7 @@ func (f *FSM) Read(session int64, op proto.OpCode, req proto.Record, ids []proto
 			return nil, code
 		}
 		acl := f.tree.ACL(n)
-		if !tree.CheckACL(acl, proto.PermAdmin, ids) {
+		if !tree.CheckACL(acl, proto.PermAdmin, ids, tree.ACLRulesZK38) {
 			acl = maskDigests(acl)
 		}
 		return &proto.GetACLResponse{ACL: acl, Stat: f.tree.Stat(n)}, proto.OK
@@ -76,7 +80,7 @@ func (f *FSM) readable(path string, perm int32, ids []proto.ID) (*tree.Node, pro
 	if !ok {
 		return nil, proto.ErrNoNode
 	}
-	if !tree.CheckACL(f.tree.ACL(n), perm, ids) {
+	if !tree.CheckACL(f.tree.ACL(n), perm, ids, tree.ACLRulesZK38) {
 		return nil, proto.ErrNoAuth
 	}
 	return n, proto.OK

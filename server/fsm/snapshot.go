@@ -28,6 +28,11 @@ import (
 // an index into the ACLs written so far, or, when it equals their number, a
 // new ACL, an acl vector, follows the int.
 //
+// A snapshot holds the state the entries made, not the rules they were
+// applied by: entry versions (entry.go) do not show in it, and the entries
+// after it apply by their own versions' rules, as they would have without
+// it.
+//
 // A snapshot is a consistent cut at the Applied() of BeginSnapshot, even
 // when Apply runs while it is written. Nodes come in an order where every
 // parent precedes its children, not necessarily sorted.

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"math"
+	"net/netip"
 	"strconv"
 	"strings"
 	"unicode"
@@ -121,12 +122,33 @@ const (
 	SchemeSuper  = "super"
 )
 
+// ACLRules are the rules FixupACL and CheckACL decide by, where Collie's
+// have changed. A write decides by the rules of the log entry that carries
+// it (see package fsm's entry versions), so it applies the same way on
+// every replica however late it is replayed; reads and watch deliveries,
+// which no replica repeats, decide by the newest.
+type ACLRules uint8
+
+const (
+	// ACLRulesZK38 are ZooKeeper 3.8's rules, those of log entries of
+	// version 2 on.
+	ACLRulesZK38 ACLRules = iota
+	// ACLRulesV1 are the rules log entries of version 1 apply under. They
+	// differ in FixupACL: schemes and ids are taken as sent, not decoded
+	// as Java decodes UTF-8; "auth" expands to the digest and super
+	// identities, in the order the caller's connection added them; a
+	// digest id is valid with exactly one colon; an ip id is an IPv4 or
+	// IPv6 address or prefix as net/netip parses them. And in CheckACL: ip
+	// ids match as net/netip compares addresses and prefixes.
+	ACLRulesV1
+)
+
 // CheckACL reports whether a client with the given identities may do an
 // operation needing perm on a node with acl, by ZooKeeper's rules: an empty
 // ACL allows everything, a super identity allows everything, world:anyone
 // matches everyone, digest ids match exactly and ip ids match an address or
-// a CIDR range.
-func CheckACL(acl []proto.ACL, perm int32, ids []proto.ID) bool {
+// a CIDR range (ipMatches, or ipMatchesV1 under ACLRulesV1).
+func CheckACL(acl []proto.ACL, perm int32, ids []proto.ID, rules ACLRules) bool {
 	if len(acl) == 0 {
 		return true
 	}
@@ -152,7 +174,11 @@ func CheckACL(acl []proto.ACL, perm int32, ids []proto.ID) bool {
 					return true
 				}
 			case SchemeIP:
-				if ipMatches(id.ID, a.ID.ID) {
+				match := ipMatches
+				if rules == ACLRulesV1 {
+					match = ipMatchesV1
+				}
+				if match(id.ID, a.ID.ID) {
 					return true
 				}
 			}
@@ -171,10 +197,14 @@ func CheckACL(acl []proto.ACL, perm int32, ids []proto.ID) bool {
 // Schemes and ids are first taken as ZooKeeper reads them off the wire,
 // invalid UTF-8 replaced (proto.JavaString); equal entries are then
 // dropped, but not the entries "auth" expands to, which may repeat others.
-func FixupACL(acl []proto.ACL, ids []proto.ID) ([]proto.ACL, bool) {
+// ACLRulesV1 differ, as it says.
+func FixupACL(acl []proto.ACL, ids []proto.ID, rules ACLRules) ([]proto.ACL, bool) {
+	v1 := rules == ACLRulesV1
 	uniq := make([]proto.ACL, 0, len(acl))
 	for _, a := range acl {
-		a.ID = proto.ID{Scheme: proto.JavaString(a.ID.Scheme), ID: proto.JavaString(a.ID.ID)}
+		if !v1 {
+			a.ID = proto.ID{Scheme: proto.JavaString(a.ID.Scheme), ID: proto.JavaString(a.ID.ID)}
+		}
 		if !containsACL(uniq, a) {
 			uniq = append(uniq, a)
 		}
@@ -190,13 +220,17 @@ func FixupACL(acl []proto.ACL, ids []proto.ID) ([]proto.ACL, bool) {
 			out = append(out, a)
 		case a.ID.Scheme == SchemeAuth:
 			if ordered == nil {
-				ordered = ConnOrder(ids)
+				ordered = ids
+				if !v1 {
+					ordered = ConnOrder(ids)
+				}
 			}
 			found := false
 			for _, id := range ordered {
 				// Only identities of a provider that authenticates count:
-				// digest. Not ip, and not super, which has no provider.
-				if id.Scheme == SchemeDigest {
+				// digest. Not ip, and not super, which has no provider
+				// (ACLRulesV1 counted it).
+				if id.Scheme == SchemeDigest || v1 && id.Scheme == SchemeSuper {
 					found = true
 					out = append(out, proto.ACL{Perms: a.Perms, ID: id})
 				}
@@ -205,12 +239,20 @@ func FixupACL(acl []proto.ACL, ids []proto.ID) ([]proto.ACL, bool) {
 				return nil, false
 			}
 		case a.ID.Scheme == SchemeDigest:
-			if !validDigest(a.ID.ID) {
+			ok := validDigest(a.ID.ID)
+			if v1 {
+				ok = strings.Count(a.ID.ID, ":") == 1
+			}
+			if !ok {
 				return nil, false
 			}
 			out = append(out, a)
 		case a.ID.Scheme == SchemeIP:
-			if _, _, ok := parseIPACL(a.ID.ID); !ok {
+			_, _, ok := parseIPACL(a.ID.ID)
+			if v1 {
+				ok = validIPV1(a.ID.ID)
+			}
+			if !ok {
 				return nil, false
 			}
 			out = append(out, a)
@@ -346,6 +388,34 @@ func ipMatches(client, acl string) bool {
 	}
 	mask := ^uint32(0) << (32 - bits) // 0 for bits 0
 	return a&mask == c&mask
+}
+
+// validIPV1 reports whether s is an ip id under ACLRulesV1: an IPv4 or
+// IPv6 address, or a prefix of one, as net/netip parses them.
+func validIPV1(s string) bool {
+	if strings.Contains(s, "/") {
+		_, err := netip.ParsePrefix(s)
+		return err == nil
+	}
+	_, err := netip.ParseAddr(s)
+	return err == nil
+}
+
+// ipMatchesV1 is ipMatches under ACLRulesV1: the addresses, IPv4 or IPv6,
+// are compared, or the client's is looked for in the id's prefix, as
+// net/netip does, an IPv4-mapped client address taken as IPv4.
+func ipMatchesV1(client, acl string) bool {
+	addr, err := netip.ParseAddr(client)
+	if err != nil {
+		return false
+	}
+	addr = addr.Unmap()
+	if strings.Contains(acl, "/") {
+		p, err := netip.ParsePrefix(acl)
+		return err == nil && p.Contains(addr)
+	}
+	a, err := netip.ParseAddr(acl)
+	return err == nil && a.Unmap() == addr
 }
 
 // DigestID returns the identity that digest auth with auth gives, as

@@ -108,13 +108,15 @@ func TestACLChecks(t *testing.T) {
 		{proto.PermAdmin, []proto.ID{{Scheme: "super", ID: ""}}, true},
 		{proto.PermAdmin, nil, false},
 	}
-	for _, c := range cases {
-		if got := CheckACL(acl, c.perm, c.ids); got != c.want {
-			t.Errorf("CheckACL(perm %d, %v) = %v, want %v", c.perm, c.ids, got, c.want)
+	for _, rules := range []ACLRules{ACLRulesZK38, ACLRulesV1} {
+		for _, c := range cases {
+			if got := CheckACL(acl, c.perm, c.ids, rules); got != c.want {
+				t.Errorf("CheckACL(perm %d, %v, rules %d) = %v, want %v", c.perm, c.ids, rules, got, c.want)
+			}
 		}
-	}
-	if !CheckACL(nil, proto.PermAll, nil) {
-		t.Error("an empty ACL must allow everything")
+		if !CheckACL(nil, proto.PermAll, nil, rules) {
+			t.Error("an empty ACL must allow everything")
+		}
 	}
 	// ip ids as ZooKeeper 3.8 reads them: IPv4 only, numbers as Java's
 	// Integer.parseInt reads them (see zkcompat's TestAuthAgainstZooKeeper).
@@ -142,9 +144,74 @@ func TestACLChecks(t *testing.T) {
 			t.Errorf("validDigest(%q) = %v, want %v", id, !want, want)
 		}
 	}
-	fixed, ok := FixupACL([]proto.ACL{{Perms: 31, ID: proto.ID{Scheme: "auth"}}}, []proto.ID{{Scheme: "ip", ID: "1.2.3.4"}, {Scheme: "digest", ID: digest}})
+	fixed, ok := FixupACL([]proto.ACL{{Perms: 31, ID: proto.ID{Scheme: "auth"}}}, []proto.ID{{Scheme: "ip", ID: "1.2.3.4"}, {Scheme: "digest", ID: digest}}, ACLRulesZK38)
 	if !ok || len(fixed) != 1 || fixed[0].ID.Scheme != "digest" {
 		t.Fatalf("auth expands to authenticated identities only, not ip: %v %v", fixed, ok)
+	}
+}
+
+// TestACLRulesV1 checks where the rules of version 1 log entries differ
+// from ZooKeeper 3.8's, and that they are kept for those entries.
+func TestACLRulesV1(t *testing.T) {
+	auth := proto.ACL{Perms: proto.PermAll, ID: proto.ID{Scheme: SchemeAuth}}
+	// ConnOrder lists these two the other way round (TestConnOrderAsZooKeeper).
+	u1 := proto.ID{Scheme: SchemeDigest, ID: DigestID("user1:pw")}
+	u2 := proto.ID{Scheme: SchemeDigest, ID: DigestID("user2:pw")}
+	super := proto.ID{Scheme: SchemeSuper}
+	ids := []proto.ID{{Scheme: SchemeIP, ID: "127.0.0.1"}, u1, super, u2}
+	expand := func(rules ACLRules) []proto.ID {
+		fixed, ok := FixupACL([]proto.ACL{auth}, ids, rules)
+		if !ok {
+			t.Fatalf("auth refused under rules %d", rules)
+		}
+		var out []proto.ID
+		for _, a := range fixed {
+			out = append(out, a.ID)
+		}
+		return out
+	}
+	if got, want := expand(ACLRulesV1), []proto.ID{u1, super, u2}; !slices.Equal(got, want) {
+		t.Errorf("auth under ACLRulesV1 = %v, want %v", got, want)
+	}
+	if got, want := expand(ACLRulesZK38), []proto.ID{u2, u1}; !slices.Equal(got, want) {
+		t.Errorf("auth under ACLRulesZK38 = %v, want %v", got, want)
+	}
+	if _, ok := FixupACL([]proto.ACL{auth}, []proto.ID{super}, ACLRulesZK38); ok {
+		t.Error("auth with only the super identity accepted under ACLRulesZK38")
+	}
+	for _, c := range []struct {
+		scheme, id string
+		v1, zk38   bool
+	}{
+		{SchemeIP, "::1", true, false},
+		{SchemeIP, "fe80::/10", true, false},
+		{SchemeIP, "127.000.000.001", false, true},
+		{SchemeIP, "1.2.3.4/+8", false, true},
+		{SchemeIP, "10.0.0.0/8", true, true},
+		{SchemeDigest, "u:", true, false},
+		{SchemeDigest, "u:h:", false, true},
+		{SchemeDigest, "u:h", true, true},
+	} {
+		acl := []proto.ACL{{Perms: proto.PermAll, ID: proto.ID{Scheme: c.scheme, ID: c.id}}}
+		if _, ok := FixupACL(acl, nil, ACLRulesV1); ok != c.v1 {
+			t.Errorf("%s:%s valid under ACLRulesV1: %v, want %v", c.scheme, c.id, ok, c.v1)
+		}
+		if _, ok := FixupACL(acl, nil, ACLRulesZK38); ok != c.zk38 {
+			t.Errorf("%s:%s valid under ACLRulesZK38: %v, want %v", c.scheme, c.id, ok, c.zk38)
+		}
+	}
+	// Ids are decoded as Java decodes UTF-8 under ZooKeeper's rules only.
+	raw := []proto.ACL{{Perms: proto.PermAll, ID: proto.ID{Scheme: SchemeDigest, ID: "u\xff:h"}}}
+	if fixed, _ := FixupACL(raw, nil, ACLRulesV1); fixed[0].ID.ID != "u\xff:h" {
+		t.Errorf("ACLRulesV1 changed the id to %q", fixed[0].ID.ID)
+	}
+	if fixed, _ := FixupACL(raw, nil, ACLRulesZK38); fixed[0].ID.ID != "u\ufffd:h" {
+		t.Errorf("ACLRulesZK38 made the id %q", fixed[0].ID.ID)
+	}
+	ipACL := []proto.ACL{{Perms: proto.PermRead, ID: proto.ID{Scheme: SchemeIP, ID: "::1"}}}
+	client := []proto.ID{{Scheme: SchemeIP, ID: "::1"}}
+	if !CheckACL(ipACL, proto.PermRead, client, ACLRulesV1) || CheckACL(ipACL, proto.PermRead, client, ACLRulesZK38) {
+		t.Error("ip:::1 must match the client ::1 under ACLRulesV1 only")
 	}
 }
 
