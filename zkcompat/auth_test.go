@@ -131,24 +131,42 @@ func authOrderSteps() []step {
 	steps = append(steps, createGetACL("many", "/many", authACL)...)
 	// Identities that fall into one bucket of the set's table: so many
 	// that the bucket becomes a tree, which lists its newest entries first.
-	for _, in := range collidingInputs(14) {
+	for _, in := range collidingInputs(14, 127) {
 		steps = append(steps, addAuth("same", in))
 	}
 	steps = append(steps, whoAmI("same"))
 	steps = append(steps, createGetACL("same", "/same", authACL)...)
+	// Identities added again where that changes the order: the set
+	// restructures when it finds the identity eighth or deeper in its
+	// bucket. Eight in a bucket of the first table of 16, the eighth again:
+	// the table grows, which reorders the bucket. Nine in a bucket of a
+	// table of 128, the ninth again, then a tenth: the bucket has become a
+	// tree, which lists the tenth first.
+	low := collidingInputs(8, 15)
+	for _, in := range append(low, low[7], low[7]) {
+		steps = append(steps, addAuth("again", in))
+	}
+	steps = append(steps, whoAmI("again"))
+	steps = append(steps, createGetACL("again", "/again", authACL)...)
+	deep := collidingInputs(10, 127)
+	for _, in := range append(deep[:9:9], deep[8], deep[0], deep[9]) {
+		steps = append(steps, addAuth("deep", in))
+	}
+	steps = append(steps, whoAmI("deep"))
+	steps = append(steps, createGetACL("deep", "/deep", authACL)...)
 	return steps
 }
 
 // collidingInputs returns n digest inputs whose identities have hashes equal
-// in their low seven bits once spread as java.util.concurrent.
+// in the bits of mask once spread as java.util.concurrent.
 // ConcurrentHashMap spreads them, so they share a bucket of its table up
-// to 128 buckets.
-func collidingInputs(n int) []string {
+// to mask+1 buckets.
+func collidingInputs(n int, mask int32) []string {
 	var out []string
 	for i := 0; len(out) < n; i++ {
 		in := fmt.Sprintf("c%d:pw", i)
 		h := javaIDHash("digest", digest(in))
-		if (h^int32(uint32(h)>>16))&127 == 0 {
+		if (h^int32(uint32(h)>>16))&mask == 0 {
 			out = append(out, in)
 		}
 	}

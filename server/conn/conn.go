@@ -9,11 +9,13 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/collie-io/collie/proto"
+	"github.com/collie-io/collie/server/tree"
 )
 
 // Backend is the server behind the connections: sessions, the replicated
@@ -155,6 +157,10 @@ type Conn struct {
 	// request carries the slice current when it was read. Slices are never
 	// modified once stored.
 	auth atomic.Pointer[[]proto.ID]
+	// ids models the set ZooKeeper would keep auth's identities in, to
+	// tell which identities given again auth must record (addAuth). The
+	// reader goroutine's only; nil until the first auth packet.
+	ids *tree.IDSet
 
 	requests chan *item
 	// wake tells process that held writes may be proposed.
@@ -244,7 +250,9 @@ func (c *Conn) finish() {
 }
 
 // Auth returns the identities the connection has authenticated as, its
-// address ("ip") first. Safe for concurrent use; do not modify the result.
+// address ("ip") first, then in the order they came, one given again where
+// that changes ZooKeeper's order (see maxAuthIDs). Safe for concurrent
+// use; do not modify the result.
 func (c *Conn) Auth() []proto.ID { return *c.auth.Load() }
 
 // Session returns the connection's session id (0 before the handshake).
@@ -485,31 +493,64 @@ func (c *Conn) authenticate(xid int32, body []byte) bool {
 		return false
 	}
 	ids, ok := c.backend.Authenticate(c, pkt.Scheme, pkt.Auth)
+	if ok && !c.addAuth(ids) {
+		c.log.Debug("closing connection: too many identities", "session", sessionHex(c.session))
+		ok = false
+	}
 	if !ok {
 		c.out.push(frame(&proto.ReplyHeader{Xid: xid, Err: proto.ErrAuthFailed}, nil))
 		c.out.closeAfterDrain()
 		return false
 	}
-	old := c.Auth()
-	auth := make([]proto.ID, 0, len(old)+len(ids))
-	auth = append(auth, old...)
-	for _, id := range ids {
-		if !containsID(auth, id) {
-			auth = append(auth, id)
-		}
-	}
-	c.auth.Store(&auth)
 	c.out.push(frame(&proto.ReplyHeader{Xid: xid}, nil))
 	return true
 }
 
-func containsID(ids []proto.ID, id proto.ID) bool {
-	for _, x := range ids {
-		if x == id {
-			return true
+// maxAuthIDs bounds the identities a connection records. ZooKeeper sets
+// no bound, but it keeps a set, where a connection here keeps the sequence
+// of its identities as they came, which tree.ConnOrder needs to list them
+// in ZooKeeper's order and which every write's log entry carries. An
+// identity given again is recorded only when ZooKeeper's set changes on it
+// (tree.IDSet.Add): when it sits eighth or deeper in a list bucket, which
+// then becomes a tree or makes a small table grow. A bucket of eight or
+// more does that at most once between two growths of the table, so the
+// sequence grows with the distinct identities, not with the auth packets,
+// and the order is ZooKeeper's exactly, whatever the client sends, up to
+// the bound: far more than any client uses (an address and one or two
+// digest users), and little for a log entry to carry. Past it, the auth
+// packet fails with AuthFailed and closes the connection, as an auth
+// ZooKeeper refuses does.
+const maxAuthIDs = 256
+
+// addAuth records the identities an auth packet gave, each of them, in
+// order, unless given before and changing nothing (see maxAuthIDs). It
+// reports false, recording none, when the connection would then hold more
+// than maxAuthIDs.
+func (c *Conn) addAuth(ids []proto.ID) bool {
+	old := c.Auth()
+	if c.ids == nil {
+		c.ids = new(tree.IDSet)
+		for _, id := range old {
+			c.ids.Add(id)
 		}
 	}
-	return false
+	// Clipped, so appending copies: requests read before hold old.
+	auth := slices.Clip(old)
+	for _, id := range ids {
+		if !c.ids.Add(id) {
+			continue
+		}
+		if len(auth) == maxAuthIDs {
+			// The set is ahead of auth now; it does not matter, as the
+			// connection closes.
+			return false
+		}
+		auth = append(auth, id)
+	}
+	if len(auth) != len(old) {
+		c.auth.Store(&auth)
+	}
+	return true
 }
 
 // process admits requests in order and proposes the writes held behind

@@ -3,13 +3,17 @@ package conn
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/collie-io/collie/proto"
+	"github.com/collie-io/collie/server/tree"
 )
 
 // echoBackend answers everything at once and records what reached it.
@@ -224,4 +228,65 @@ func FuzzConn(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		serveFor(t, append(connectFrame(), b...), 2*time.Millisecond)
 	})
+}
+
+// TestAuthRecordsIdentities checks what a connection records of the
+// identities auth packets give: each new one, in order; one given again
+// only when that changes ZooKeeper's order, so repeats cost nothing; and
+// no more than maxAuthIDs, past which an auth packet is refused.
+func TestAuthRecordsIdentities(t *testing.T) {
+	ip := proto.ID{Scheme: "ip", ID: "127.0.0.1"}
+	digest := func(i int) proto.ID { return proto.ID{Scheme: "digest", ID: fmt.Sprintf("u%d:x", i)} }
+	c := &Conn{}
+	c.auth.Store(&[]proto.ID{ip})
+
+	// The same identity, over and over.
+	for range 100_000 {
+		if !c.addAuth([]proto.ID{digest(1)}) {
+			t.Fatal("auth refused")
+		}
+	}
+	if got, want := c.Auth(), []proto.ID{ip, digest(1)}; !slices.Equal(got, want) {
+		t.Fatalf("after 100000 auths of one identity the connection holds %d: %v..., want %v", len(got), got[:min(len(got), 3)], want)
+	}
+
+	// A few identities in any order, repeated: what is recorded lists as
+	// everything added would (tree.IDSet.Add decides; its tests show
+	// repeats that are recorded).
+	all := slices.Clone(c.Auth())
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 1000 {
+		ids := []proto.ID{digest(rng.IntN(12))}
+		if rng.IntN(4) == 0 {
+			ids = append(ids, proto.ID{Scheme: "super"})
+		}
+		all = append(all, ids...)
+		before := c.Auth()
+		if !c.addAuth(ids) {
+			t.Fatal("auth refused")
+		}
+		if got := c.Auth(); len(got) > len(before) && &got[0] == &before[0] {
+			t.Fatal("auth changed the slice an earlier request holds")
+		}
+	}
+	if got, want := tree.ConnOrder(c.Auth()), tree.ConnOrder(all); !slices.Equal(got, want) {
+		t.Fatalf("the recorded identities list as %v, all of them as %v", got, want)
+	}
+	if n := len(c.Auth()); n != 14 {
+		t.Fatalf("the connection holds %d identities, want 14: the address, super and 12 users", n)
+	}
+
+	// New identities up to the bound, and one more.
+	for i := 12; len(c.Auth()) < maxAuthIDs; i++ {
+		if !c.addAuth([]proto.ID{digest(i)}) {
+			t.Fatalf("auth refused at %d identities", len(c.Auth()))
+		}
+	}
+	held := c.Auth()
+	if c.addAuth([]proto.ID{digest(1), digest(100_000)}) {
+		t.Fatalf("auth past %d identities accepted", maxAuthIDs)
+	}
+	if !slices.Equal(c.Auth(), held) {
+		t.Fatal("a refused auth changed the identities")
+	}
 }

@@ -114,7 +114,10 @@ type Entry struct {
 	Timeout int32
 	// Op is the request's opcode (EntryRequest).
 	Op proto.OpCode
-	// Auth is the session's identities at the time of the request.
+	// Auth is the session's identities at the time of the request, in the
+	// order its connection added them. One may come twice: a connection
+	// records an identity added again where that changes the order
+	// ZooKeeper lists them in (tree.IDSet.Add).
 	Auth []proto.ID
 	// Body is the request record, jute-encoded (EntryRequest), the path
 	// (EntryDeleteContainer), or the secret (EntrySetSecret).

@@ -4,21 +4,22 @@ import "github.com/collie-io/collie/proto"
 
 // ConnOrder returns a connection's identities, given in the order the
 // connection added them (its address first, then those of each auth
-// packet, duplicates dropped), in the order ZooKeeper lists them: whoAmI
-// shows them so, and an "auth" ACL expands to them so.
+// packet), in the order ZooKeeper lists them: whoAmI shows them so, and an
+// "auth" ACL expands to them so. An identity added again is given again:
+// that can change the order (see IDSet.Add). Each is listed once.
 //
 // A ZooKeeper connection keeps its identities in a set backed by a
 // java.util.concurrent.ConcurrentHashMap and lists them in the map's
 // iteration order, which follows the hashes of the ids, the size of the
 // table, how it grew and, within a bucket, when each id came. ConnOrder
-// replays the additions on a model of that map.
+// replays the additions on a model of that map, an IDSet.
 func ConnOrder(ids []proto.ID) []proto.ID {
 	if len(ids) < 2 {
 		return ids
 	}
-	var s idSet
+	var s IDSet
 	for _, id := range ids {
-		s.add(id)
+		s.Add(id)
 	}
 	return s.list()
 }
@@ -31,13 +32,14 @@ const (
 	chmMinTreeTable = 64 // MIN_TREEIFY_CAPACITY
 )
 
-// idSet models the ConcurrentHashMap behind a ZooKeeper connection's set
+// IDSet models the ConcurrentHashMap behind a ZooKeeper connection's set
 // of identities, as far as the order of its entries goes, for one thread
 // that only adds. A bucket is a list, or a tree once long in a large
 // table: a list keeps entries in the order they came, a tree lists the
 // newest first, and growing the table splits each bucket in its own way
-// (see grow).
-type idSet struct {
+// (see grow). The zero value is an empty set. A connection keeps one to
+// learn which of the identities it is given again it must record.
+type IDSet struct {
 	bins    []bin
 	count   int
 	sizeCtl int // the count at which the table grows
@@ -53,7 +55,13 @@ type idEntry struct {
 	id   proto.ID
 }
 
-func (s *idSet) add(id proto.ID) {
+// Add adds id and reports whether the set changed: true for an id not in
+// it, and for one already in it that sits eighth or deeper in a list
+// bucket, which the map then restructures (it makes the bucket a tree, or
+// grows a small table) as if the id were new. Adding an id again changes
+// nothing otherwise, so a connection that records only the adds that
+// return true gives ConnOrder what it needs for the order of every add.
+func (s *IDSet) Add(id proto.ID) bool {
 	if s.bins == nil {
 		s.bins = make([]bin, chmInitialBins)
 		s.sizeCtl = chmInitialBins - chmInitialBins/4
@@ -70,7 +78,7 @@ func (s *idSet) add(id proto.ID) {
 	case b.tree:
 		binCount = 2
 		if b.find(id) >= 0 {
-			return
+			return false
 		}
 		b.entries = append([]idEntry{{h, id}}, b.entries...)
 	default:
@@ -78,8 +86,9 @@ func (s *idSet) add(id proto.ID) {
 			// Finding it deep in a list treeifies that list all the same.
 			if k+1 >= chmTreeifyAt {
 				s.treeify(i)
+				return true
 			}
-			return
+			return false
 		}
 		binCount = len(b.entries)
 		b.entries = append(b.entries, idEntry{h, id})
@@ -91,6 +100,7 @@ func (s *idSet) add(id proto.ID) {
 	for s.count >= s.sizeCtl {
 		s.grow()
 	}
+	return true
 }
 
 func (b *bin) find(id proto.ID) int {
@@ -104,7 +114,7 @@ func (b *bin) find(id proto.ID) int {
 
 // treeify makes bucket i a tree, or grows a small table instead
 // (treeifyBin).
-func (s *idSet) treeify(i int) {
+func (s *IDSet) treeify(i int) {
 	n := len(s.bins)
 	if n < chmMinTreeTable {
 		// tryPresize(n << 1): grow until the count at which the table
@@ -132,7 +142,7 @@ func tableSizeFor(c int) int {
 // way in order, and the entries before that tail land in front of it, each
 // before the previous: reversed. A tree keeps its order, and becomes a list
 // again if short.
-func (s *idSet) grow() {
+func (s *IDSet) grow() {
 	n := len(s.bins)
 	next := make([]bin, 2*n)
 	for i, b := range s.bins {
@@ -176,7 +186,7 @@ func (s *idSet) grow() {
 	s.sizeCtl = 2*n - n/2
 }
 
-func (s *idSet) list() []proto.ID {
+func (s *IDSet) list() []proto.ID {
 	out := make([]proto.ID, 0, s.count)
 	for _, b := range s.bins {
 		for _, e := range b.entries {

@@ -2,6 +2,7 @@ package tree
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -53,16 +54,10 @@ func TestConnOrderAsZooKeeper(t *testing.T) {
 // then lists the identities added after it formed newest first, before the
 // older ones in the order they came.
 func TestConnOrderBucketBecomesTree(t *testing.T) {
-	var same []string
-	for i := 0; len(same) < 12; i++ {
-		u := fmt.Sprintf("c%d", i)
-		if spread(idHash(proto.ID{Scheme: SchemeDigest, ID: DigestID(u + ":pw")}))&127 == 0 {
-			same = append(same, u)
-		}
-	}
-	var s idSet
+	same := collidingUsers(12, 127)
+	var s IDSet
 	for _, id := range digestIDs(same...) {
-		s.add(id)
+		s.Add(id)
 	}
 	if len(s.bins) != 128 || !s.bins[0].tree {
 		t.Fatalf("%d buckets, bucket 0 a tree: %v; want 128 and a tree", len(s.bins), s.bins[0].tree)
@@ -103,4 +98,80 @@ func TestConnOrderKeepsEveryone(t *testing.T) {
 			t.Fatalf("ConnOrder of %d identities returned %d, or others", len(ids), len(got))
 		}
 	}
+}
+
+// collidingUsers returns n users whose digest identities (with password
+// "pw") have spread hashes equal in the bits of mask: they share a bucket of
+// every table of up to mask+1 buckets.
+func collidingUsers(n int, mask int32) []string {
+	var same []string
+	for i := 0; len(same) < n; i++ {
+		u := fmt.Sprintf("c%d", i)
+		if spread(idHash(proto.ID{Scheme: SchemeDigest, ID: DigestID(u + ":pw")}))&mask == 0 {
+			same = append(same, u)
+		}
+	}
+	return same
+}
+
+// TestConnOrderReadded checks that an identity added again can change the
+// order, as in ZooKeeper (see zkcompat's TestAuthAgainstZooKeeper): when it
+// sits eighth in its bucket, the map grows its table as if it were new,
+// which reorders the bucket; and when the table is large, the bucket
+// becomes a tree, which lists the identities added after it first.
+func TestConnOrderReadded(t *testing.T) {
+	for _, c := range []struct {
+		same  []string
+		again string
+		after []string
+	}{
+		{collidingUsers(8, 15), collidingUsers(8, 15)[7], nil},
+		{collidingUsers(9, 127), collidingUsers(9, 127)[8], collidingUsers(10, 127)[9:]},
+	} {
+		once := digestIDs(append(c.same, c.after...)...)
+		twice := digestIDs(append(append(c.same, c.again), c.after...)...)
+		if a, b := users(ConnOrder(once)), users(ConnOrder(twice)); slices.Equal(a, b) {
+			t.Errorf("adding %s again left the order %v", c.again, a)
+		}
+	}
+}
+
+// TestIDSetAddReportsChange checks that the adds IDSet.Add reports as
+// changing nothing can be left out: ConnOrder of the adds it reported gives
+// the order of all of them, for sequences with many repeats, some in
+// crowded buckets.
+func TestIDSetAddReportsChange(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	pool := append(collidingUsers(12, 127), "u1", "u2", "u3", "u4", "u5")
+	readds := 0 // adds of an id already there that changed the set
+	for range 500 {
+		var added []proto.ID
+		var kept []proto.ID
+		var s IDSet
+		for _, id := range digestIDs() { // the address
+			s.Add(id)
+			added, kept = append(added, id), append(kept, id)
+		}
+		for range 1 + rng.IntN(60) {
+			id := digestIDs(pool[rng.IntN(len(pool))])[1]
+			there := slices.Contains(added, id)
+			added = append(added, id)
+			if s.Add(id) {
+				kept = append(kept, id)
+				if there {
+					readds++
+				}
+			}
+		}
+		if got, want := ConnOrder(kept), ConnOrder(added); !slices.Equal(got, want) {
+			t.Fatalf("after %v:\nthe adds that changed the set give %v\nall of them give %v", users(added), users(got), users(want))
+		}
+		if !slices.Equal(s.list(), ConnOrder(added)) {
+			t.Fatalf("the set lists %v, ConnOrder %v", users(s.list()), users(ConnOrder(added)))
+		}
+	}
+	if readds == 0 {
+		t.Fatal("no add of an id already there changed the set: the sequences test nothing")
+	}
+	t.Logf("%d adds again changed the set", readds)
 }
