@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"net"
 	"time"
 
 	"github.com/collie-io/collie/proto"
@@ -214,11 +213,7 @@ func (s *Server) Authenticate(c *conn.Conn, scheme string, auth []byte) ([]proto
 		}
 		return []proto.ID{id}, true
 	case tree.SchemeIP:
-		host := c.RemoteAddr().String()
-		if h, _, err := net.SplitHostPort(host); err == nil {
-			host = h
-		}
-		return []proto.ID{{Scheme: tree.SchemeIP, ID: host}}, true
+		return []proto.ID{{Scheme: tree.SchemeIP, ID: c.RemoteIP()}}, true
 	}
 	return nil, false
 }

@@ -2,6 +2,7 @@ package zkcompat
 
 import (
 	"fmt"
+	"net"
 	"testing"
 	"time"
 
@@ -43,6 +44,41 @@ func TestAuthAgainstZooKeeper(t *testing.T) {
 			compareSteps(t, want, got)
 		})
 	}
+}
+
+// TestIPv6IdentityAgainstZooKeeper compares, on ZooKeeper 3.8 and on
+// Collie, the identity of a client connected over the IPv6 loopback: whoAmI
+// shows its address as Java writes it (0:0:0:0:0:0:0:1), an "ip" auth
+// packet adds that same identity, and ip ids, IPv4 only, neither name nor
+// match it.
+func TestIPv6IdentityAgainstZooKeeper(t *testing.T) {
+	l, err := net.Listen("tcp", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback: %v", err)
+	}
+	l.Close()
+	// ZooKeeper listens on every address: zkref waits for it on 127.0.0.1.
+	ref := zkref.Start(t, zkref.WithConfig("clientPortAddress", "::"))
+	col := collietest.Start(t, collietest.WithConfig(func(c *config.Config) { c.ClientPortAddress = "::1" }))
+	loopback := func(addr string) string {
+		_, port, _ := net.SplitHostPort(addr)
+		return net.JoinHostPort("::1", port)
+	}
+	ipACL := func(id string) []proto.ACL {
+		return []proto.ACL{{Perms: proto.PermAll, ID: proto.ID{Scheme: "ip", ID: id}}}
+	}
+	steps := []step{
+		whoAmI("a"),
+		{"a", proto.XidAuth, proto.OpAuth, &proto.AuthPacket{Scheme: "ip"}},
+		whoAmI("a"),
+		{"a", 0, proto.OpCreate, &proto.CreateRequest{Path: "/v6", ACL: ipACL("0:0:0:0:0:0:0:1")}},
+		{"a", 0, proto.OpCreate, &proto.CreateRequest{Path: "/v6", ACL: ipACL("::1")}},
+		{"a", 0, proto.OpCreate, &proto.CreateRequest{Path: "/v4", ACL: ipACL("0.0.0.0/0")}},
+		{"a", 0, proto.OpGetData, &proto.GetDataRequest{Path: "/v4"}},
+	}
+	want := runSteps(t, loopback(ref.Addr()), steps, nil)
+	got := runSteps(t, loopback(col.Addr()), steps, nil)
+	compareSteps(t, want, got)
 }
 
 func addAuth(conn, userPassword string) step {

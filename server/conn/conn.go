@@ -9,7 +9,10 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -209,14 +212,10 @@ func Serve(ctx context.Context, nc net.Conn, backend Backend, cfg Config) {
 	cfg.setDefaults()
 	c := &Conn{cfg: cfg, backend: backend, nc: nc, started: time.Now(), writerDone: make(chan struct{})}
 	c.ctx, c.cancel = context.WithCancel(ctx)
-	host, _, err := net.SplitHostPort(nc.RemoteAddr().String())
-	if err != nil {
-		host = nc.RemoteAddr().String()
-	}
-	c.remoteIP = host
+	c.remoteIP = ipIdentity(nc.RemoteAddr())
 	c.log = cfg.Logger.With("remote", nc.RemoteAddr().String())
 	c.out.init(cfg.MaxQueued)
-	c.auth.Store(&[]proto.ID{{Scheme: "ip", ID: host}})
+	c.auth.Store(&[]proto.ID{{Scheme: "ip", ID: c.remoteIP}})
 	stop := context.AfterFunc(ctx, c.Close)
 	defer stop()
 
@@ -267,6 +266,68 @@ func (c *Conn) Timeout() time.Duration { return c.timeout }
 
 // RemoteAddr returns the client's address.
 func (c *Conn) RemoteAddr() net.Addr { return c.nc.RemoteAddr() }
+
+// RemoteIP returns the client's address as its "ip" identity, in Java's
+// notation (see ipIdentity).
+func (c *Conn) RemoteIP() string { return c.remoteIP }
+
+// ipIdentity returns the "ip" identity of a client at addr: its address as
+// Java's InetAddress.getHostAddress writes it, which is what ZooKeeper
+// makes the identity of a connection and of an "ip" auth packet, shows in
+// whoAmI and matches ip ACLs against. An address that is not TCP (a pipe,
+// in tests) gives its host, or its whole text.
+func ipIdentity(addr net.Addr) string {
+	if ta, ok := addr.(*net.TCPAddr); ok {
+		if ip, ok := netip.AddrFromSlice(ta.IP); ok {
+			return javaHostAddress(ip, scopeID(ta.Zone))
+		}
+	}
+	host, _, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return addr.String()
+	}
+	return host
+}
+
+// javaHostAddress writes ip as Java's InetAddress.getHostAddress does. An
+// IPv4 address is dotted, and so is an IPv4-mapped IPv6 one, which Java
+// accepts as IPv4. An IPv6 address is eight groups of lowercase hex
+// without leading zeros, never shortened with "::" (0:0:0:0:0:0:0:1),
+// then "%" and scope when scope is not empty.
+func javaHostAddress(ip netip.Addr, scope string) string {
+	ip = ip.Unmap()
+	if ip.Is4() {
+		return ip.String()
+	}
+	b := ip.As16()
+	var s strings.Builder
+	for i := 0; i < len(b); i += 2 {
+		if i > 0 {
+			s.WriteByte(':')
+		}
+		s.WriteString(strconv.FormatUint(uint64(b[i])<<8|uint64(b[i+1]), 16))
+	}
+	if scope != "" {
+		s.WriteString("%" + scope)
+	}
+	return s.String()
+}
+
+// scopeID returns the scope of an IPv6 address as Java has it for a
+// connection it accepted: the number of the interface (%4), where Go names
+// the interface when it can (%eth0).
+func scopeID(zone string) string {
+	if zone == "" {
+		return ""
+	}
+	if _, err := strconv.ParseUint(zone, 10, 32); err == nil {
+		return zone
+	}
+	if ifc, err := net.InterfaceByName(zone); err == nil {
+		return strconv.Itoa(ifc.Index)
+	}
+	return zone
+}
 
 // Close closes the connection; its goroutines then exit. Safe to call more
 // than once and from any goroutine.

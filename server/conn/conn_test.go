@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/netip"
 	"slices"
 	"sync"
 	"testing"
@@ -288,5 +289,54 @@ func TestAuthRecordsIdentities(t *testing.T) {
 	}
 	if !slices.Equal(c.Auth(), held) {
 		t.Fatal("a refused auth changed the identities")
+	}
+}
+
+// TestIPIdentity checks the "ip" identity of a client's address against
+// what ZooKeeper's whoAmI shows, which is Java's InetAddress.getHostAddress
+// (see zkcompat's TestIPv6IdentityAgainstZooKeeper).
+func TestIPIdentity(t *testing.T) {
+	for _, c := range []struct {
+		addr  string
+		scope string
+		want  string
+	}{
+		{"127.0.0.1", "", "127.0.0.1"},
+		{"::ffff:10.1.2.3", "", "10.1.2.3"},
+		{"::1", "", "0:0:0:0:0:0:0:1"},
+		{"::", "", "0:0:0:0:0:0:0:0"},
+		{"fd00::2", "", "fd00:0:0:0:0:0:0:2"},
+		{"2001:DB8::ABCD:0:1", "", "2001:db8:0:0:0:abcd:0:1"},
+		{"::1.2.3.4", "", "0:0:0:0:0:0:102:304"},
+		{"fe80::fc:ff:fe00:1", "4", "fe80:0:0:0:fc:ff:fe00:1%4"},
+	} {
+		if got := javaHostAddress(netip.MustParseAddr(c.addr), c.scope); got != c.want {
+			t.Errorf("javaHostAddress(%s, %q) = %q, want %q", c.addr, c.scope, got, c.want)
+		}
+	}
+	// Go names the zone of an address by its interface; Java numbers it.
+	ifcs, err := net.Interfaces()
+	if err != nil || len(ifcs) == 0 {
+		t.Fatalf("no interface to name a zone: %v", err)
+	}
+	ifc := ifcs[0]
+	for zone, want := range map[string]string{
+		ifc.Name: fmt.Sprintf("fe80:0:0:0:0:0:0:1%%%d", ifc.Index),
+		"7":      "fe80:0:0:0:0:0:0:1%7",
+		"":       "fe80:0:0:0:0:0:0:1",
+	} {
+		addr := &net.TCPAddr{IP: net.ParseIP("fe80::1"), Port: 2181, Zone: zone}
+		if got := ipIdentity(addr); got != want {
+			t.Errorf("ipIdentity(%v) = %q, want %q", addr, got, want)
+		}
+	}
+	if got := ipIdentity(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 2181}); got != "127.0.0.1" {
+		t.Errorf("ipIdentity(127.0.0.1:2181) = %q", got)
+	}
+	client, server := net.Pipe()
+	defer client.Close()
+	defer server.Close()
+	if got := ipIdentity(server.RemoteAddr()); got != "pipe" {
+		t.Errorf("ipIdentity of a pipe = %q, want its text", got)
 	}
 }

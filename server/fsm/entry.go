@@ -75,8 +75,9 @@ const SecretLen = 32
 // replayed: getACL's masking of digest ids, multiRead's refusal of writes
 // and the order whoAmI lists identities in follow the newest rules. What is
 // decided before an entry is written is in the entry: the identity digest
-// auth makes of any input, and the identities a connection has, in the
-// order they came, are the entry's Auth, which every replica applies alike.
+// auth makes of any input, the text of a client's address, and which
+// identities a connection has, in the order they came, make the entry's
+// Auth, which every replica applies alike.
 const entryVersion = 2
 
 // ErrUnknownEntry is returned when a log entry is of a version or type this
