@@ -183,6 +183,27 @@ func (s *Server) failWaiters(old uint64) {
 	}
 }
 
+// leaderChanges returns a channel closed at the next change of leader as
+// this server knows it.
+func (s *Server) leaderChanges() <-chan struct{} {
+	s.lmu.Lock()
+	defer s.lmu.Unlock()
+	if s.leaderChanged == nil {
+		s.leaderChanged = make(chan struct{})
+	}
+	return s.leaderChanged
+}
+
+// noteLeaderChange wakes whoever waits on leaderChanges.
+func (s *Server) noteLeaderChange() {
+	s.lmu.Lock()
+	defer s.lmu.Unlock()
+	if s.leaderChanged != nil {
+		close(s.leaderChanged)
+		s.leaderChanged = nil
+	}
+}
+
 // errNotServing refuses a session while this server serves no clients.
 var errNotServing = errors.New("server: no leader: this server does not serve clients until one is elected")
 

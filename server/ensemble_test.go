@@ -19,6 +19,7 @@ import (
 	"github.com/collie-io/collie/collietest"
 	"github.com/collie-io/collie/internal/zkwire"
 	"github.com/collie-io/collie/proto"
+	"github.com/collie-io/collie/server"
 	"github.com/collie-io/collie/server/config"
 )
 
@@ -771,4 +772,73 @@ func TestEnsembleReadEndsWhenLeaderChanges(t *testing.T) {
 	}
 	e.HealLink(li, fi)
 	waitFor(t, "a write through the follower", func() bool { return zkwire.TryCreate(f.Addr(), "/after") })
+}
+
+// A client whose server was the leader, and died, reconnects to a survivor
+// before the survivors have elected a new leader: the resume needs one to
+// record the session's move, and waits for the election rather than end
+// the connection. The session lives on, its ephemeral node with it. Here
+// the survivors cannot elect one until their link is healed, once the
+// resume waits.
+func TestEnsembleResumeDuringElection(t *testing.T) {
+	waiting := make(chan struct{}, 1)
+	server.SetAwaitLeaderHook(t, func() {
+		select {
+		case waiting <- struct{}{}:
+		default:
+		}
+	})
+	// A server stops serving once it has known no leader for the shortest
+	// session timeout: long here, so that only the election ends the wait.
+	e := collietest.StartEnsemble(t, 3, 0, collietest.WithConfig(func(c *config.Config) {
+		c.MinSessionTimeout, c.MaxSessionTimeout = 10*time.Second, 20*time.Second
+	}))
+	lead := e.Leader()
+	var survivors []int
+	for i, s := range e.Servers() {
+		if s != lead {
+			survivors = append(survivors, i)
+		}
+	}
+	a, b := survivors[0], survivors[1]
+	rc := dialRaw(t, lead.Addr(), 10000)
+	call(t, rc, proto.OpCreate, &proto.CreateRequest{Path: "/eph", ACL: zkwire.OpenACL, Flags: proto.ModeEphemeral}, &proto.CreateResponse{})
+
+	e.CutLink(a, b)
+	e.CutLink(b, a)
+	lead.Stop()
+	type result struct {
+		c   *zkwire.Conn
+		err error
+	}
+	resumed := make(chan result, 1)
+	go func() {
+		c, err := zkwire.Handshake(e.Servers()[a].Addr(), &proto.ConnectRequest{TimeOut: rc.TimeOut, SessionID: rc.Session, Passwd: rc.Passwd})
+		resumed <- result{c, err}
+	}()
+	select {
+	case <-waiting:
+	case r := <-resumed:
+		if r.err != nil {
+			t.Fatalf("resume without a leader: %v; want it to wait for the election", r.err)
+		}
+		r.c.Close()
+		t.Fatalf("resume answered without a leader (timeout %d); want it to wait for the election", r.c.TimeOut)
+	case <-time.After(15 * time.Second):
+		t.Fatal("resume neither answered nor waited for a leader within 15s")
+	}
+	e.HealLink(a, b)
+	e.HealLink(b, a)
+	r := <-resumed
+	if r.err != nil {
+		t.Fatalf("resume during the election: %v", r.err)
+	}
+	t.Cleanup(func() { r.c.Close() })
+	if r.c.TimeOut <= 0 {
+		t.Fatalf("session %#x expired on resuming during the election", rc.Session)
+	}
+	var st proto.ExistsResponse
+	if code := call(t, r.c, proto.OpExists, &proto.ExistsRequest{Path: "/eph"}, &st); code != proto.OK || st.Stat.EphemeralOwner != rc.Session {
+		t.Fatalf("ephemeral after resuming during the election: %v %+v", code, st.Stat)
+	}
 }

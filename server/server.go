@@ -81,6 +81,10 @@ type Server struct {
 	// when it lost the last one, owned by expireSessions.
 	refusing        atomic.Bool
 	leaderlessSince time.Time
+	// leaderChanged is closed, and replaced, when the leader as this
+	// server knows it changes (see leaderChanges); lmu guards it.
+	lmu           sync.Mutex
+	leaderChanged chan struct{}
 
 	ln      net.Listener
 	lnReady chan struct{}
