@@ -29,6 +29,9 @@ func StartEnsemble(tb testing.TB, voters, observers int, opts ...Option) *Ensemb
 		for _, o := range opts {
 			o(&cfgs[i])
 		}
+		if cfgs[i].AdminServerEnabled && cfgs[i].AdminServerPort == 0 {
+			cfgs[i].AdminServerPort = freePort(tb)
+		}
 		members[i] = config.Server{
 			ID:            uint64(i + 1),
 			Host:          "127.0.0.1",

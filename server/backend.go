@@ -90,6 +90,13 @@ func (s *Server) readOnlyMode() bool {
 	return s.cfg.ReadOnlyMode && s.refusing.Load()
 }
 
+// serving reports whether this server serves clients: it is not a member
+// of an ensemble that has known no leader for too long (see
+// checkLeaderless), or it serves read-only sessions then.
+func (s *Server) serving() bool {
+	return !s.refusing.Load() || s.cfg.ReadOnlyMode
+}
+
 // ResumeSession reattaches a session after a reconnect. Moving the
 // session here, or learning of it when it was opened through another
 // server a moment ago, needs a leader: a resume that arrives while there

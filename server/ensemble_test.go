@@ -3,10 +3,12 @@ package server_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -416,6 +418,59 @@ func TestEnsembleLeaderlessServerStopsServing(t *testing.T) {
 	e.Heal(fi)
 	waitFor(t, "the healed follower to serve again", func() bool { return fourLetter(t, f.Addr(), "isro") == "rw" })
 	waitFor(t, "a write through the healed follower", func() bool { return zkwire.TryCreate(f.Addr(), "/back") })
+}
+
+// A server without a leader, which serves no clients, says so as
+// ZooKeeper's does: srvr, stat, mntr and the other four-letter words
+// answer only "not currently serving", ruok and envi still answer, and so
+// do the admin server's commands; healed, it reports its role again.
+func TestEnsembleLeaderlessServerSaysNotServing(t *testing.T) {
+	e := collietest.StartEnsemble(t, 3, 0, collietest.WithAdminServer())
+	fi, f := followerOf(t, e)
+	const notServing = "This ZooKeeper instance is not currently serving requests\n"
+	e.Isolate(fi)
+	waitFor(t, "the cut-off follower to stop serving", func() bool { return fourLetter(t, f.Addr(), "isro") == "null" })
+	for _, cmd := range []string{"srvr", "stat", "mntr", "cons", "conf", "wchs", "wchc", "wchp", "dump", "dirs", "srst", "crst"} {
+		if out := fourLetter(t, f.Addr(), cmd); out != notServing {
+			t.Errorf("%s without a leader: %q, want %q", cmd, out, notServing)
+		}
+	}
+	if out := fourLetter(t, f.Addr(), "ruok"); out != "imok" {
+		t.Errorf("ruok without a leader: %q", out)
+	}
+	if out := fourLetter(t, f.Addr(), "envi"); !strings.HasPrefix(out, "Environment:\n") {
+		t.Errorf("envi without a leader: %q", out)
+	}
+	for cmd, serving := range map[string]bool{"srvr": false, "monitor": false, "ruok": false, "is_read_only": false, "environment": true, "zabstate": true} {
+		m := adminCommand(t, f.AdminAddr(), cmd)
+		if got := m["error"] != strings.TrimSuffix(notServing, "\n"); got != serving {
+			t.Errorf("admin %s without a leader: %v", cmd, m)
+		}
+	}
+	e.Heal(fi)
+	waitFor(t, "the healed follower to serve again", func() bool { return fourLetter(t, f.Addr(), "isro") == "rw" })
+	if out := fourLetter(t, f.Addr(), "srvr"); !strings.Contains(out, "Mode: follower\n") {
+		t.Errorf("srvr once healed: %q", out)
+	}
+	if m := adminCommand(t, f.AdminAddr(), "srvr"); m["error"] != nil {
+		t.Errorf("admin srvr once healed: %v", m)
+	}
+}
+
+// adminCommand runs an admin server's command and decodes its answer.
+func adminCommand(t *testing.T, addr, name string) map[string]any {
+	t.Helper()
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := hc.Get("http://" + addr + "/commands/" + name)
+	if err != nil {
+		t.Fatalf("admin %s: %v", name, err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("admin %s: %d %v", name, resp.StatusCode, err)
+	}
+	return m
 }
 
 // startReadOnlyEnsemble starts three voters with readonlymode.enabled and
