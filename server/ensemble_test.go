@@ -482,6 +482,28 @@ func startReadOnlyEnsemble(t *testing.T) (e *collietest.Ensemble, lead *colliete
 	return e, e.Leader(), fi, f
 }
 
+// A server with readonlymode.enabled turns read-only after ZooKeeper's
+// grace period without a leader, max(2 s, tickTime), whatever the
+// shortest session timeout (the wait of a server without it); a client
+// that resumes its session there is refused, as ZooKeeper refuses a
+// global session's reconnection in read-only mode.
+func TestEnsembleReadOnlyModeAfterGracePeriod(t *testing.T) {
+	e := collietest.StartEnsemble(t, 3, 0, collietest.WithConfig(func(c *config.Config) {
+		c.ReadOnlyMode = true
+		c.MinSessionTimeout, c.MaxSessionTimeout = time.Minute, 2*time.Minute
+	}))
+	fi, f := followerOf(t, e)
+	rc := dialRaw(t, f.Addr(), 60000)
+	e.Isolate(fi)
+	waitFor(t, "the cut-off follower to enter read-only mode", func() bool { return fourLetter(t, f.Addr(), "isro") == "ro" })
+	expectClosed(t, rc)
+	c, err := zkwire.Handshake(f.Addr(), &proto.ConnectRequest{TimeOut: rc.TimeOut, SessionID: rc.Session, Passwd: rc.Passwd, ReadOnly: true})
+	if err == nil {
+		c.Close()
+		t.Fatalf("a session resumed in read-only mode (timeout %d); want the connection refused", c.TimeOut)
+	}
+}
+
 // With readonlymode.enabled, a server cut off from its leader serves
 // reads to clients that ask for a read-only session, refuses the others,
 // and answers writes and syncs with NOTREADONLY, as ZooKeeper's read-only
