@@ -15,14 +15,16 @@
 #                    for go-zookeeper, a pytest -k expression for Kazoo
 #   --no-install     do not install missing Debian packages
 # Environment:
+#   COLLIE        a collie binary to test (default: one built from this tree)
 #   OUT           directory for the logs and results (default: a new
 #                 temporary directory, kept)
 #   TEST_TIMEOUT  seconds one test may take before it counts as failed
-#                 (default 120)
+#                 (default 120 for go-zookeeper, whose slowest test takes
+#                 about 50 s on ZooKeeper, and 60 for Kazoo, about 10 s)
 set -euo pipefail
 
 usage() {
-	sed -n '2,23s/^# \{0,1\}//p' "$0"
+	sed -n '2,25s/^# \{0,1\}//p' "$0"
 }
 
 suites=(go-zookeeper kazoo)
@@ -82,7 +84,6 @@ excluded=(
 	kazoo:test_sasl.
 )
 
-timeout="${TEST_TIMEOUT:-120}"
 python=/usr/bin/python3 # Debian's, which has kazoo; not whichever is first on PATH
 real_java=/usr/bin/java
 zk_home=/usr/share/zookeeper
@@ -117,9 +118,13 @@ echo "Logs and results: $out"
 export TMPDIR="$out/tmp"
 mkdir -p "$TMPDIR"
 
-step "building collie"
-go build -o "$out/bin/collie" ./cmd/collie
-collie="$out/bin/collie"
+collie="${COLLIE:-}"
+if [ -z "$collie" ]; then
+	step "building collie"
+	go build -o "$out/bin/collie" ./cmd/collie
+	collie="$out/bin/collie"
+fi
+collie=$(realpath "$collie")
 
 # zkServer.sh runs $JAVA, which Debian's zkEnv.sh sets to /usr/bin/java; it
 # reads zkEnv.sh from its own directory. A directory holding a link to
@@ -226,7 +231,7 @@ run_go_zookeeper() { # server
 		(
 			cd "$gozk"
 			env "${server_env[@]}" "$out/bin/go-zookeeper.test" \
-				-test.run "^${name}\$" -test.v -test.count=1 -test.timeout "${timeout}s"
+				-test.run "^${name}\$" -test.v -test.count=1 -test.timeout "${TEST_TIMEOUT:-120}s"
 		) >"$logs/$name.log" 2>&1 || true
 		if grep -q "^--- PASS: ${name} " "$logs/$name.log"; then
 			result=pass
@@ -247,7 +252,7 @@ run_kazoo() { # server
 	local server=$1 results="$out/kazoo.$1.results" dir="$out/kazoo.$1"
 	mkdir -p "$dir" "$out/logs"
 	local args=(-m pytest --pyargs kazoo.tests -v -p no:cacheprovider
-		--timeout "$timeout" --junitxml "$dir/junit.xml")
+		--timeout "${TEST_TIMEOUT:-60}" --junitxml "$dir/junit.xml")
 	if [ -n "$run" ]; then
 		args+=(-k "$run")
 	fi
@@ -258,7 +263,7 @@ run_kazoo() { # server
 		env "${server_env[@]}" ZOOKEEPER_VERSION=3.8.0 ZOOKEEPER_CLASSPATH=/usr/share/java/zookeeper.jar \
 			"$python" "${args[@]}"
 	) 2>&1 | tee "$out/logs/kazoo.$server.log" |
-		sed -n 's/^.*kazoo\/tests\/\([^ ]*\) \(PASSED\|FAILED\|SKIPPED\|ERROR\|XFAIL\|XPASS\).*/  \1 \2/p' || true
+		sed -nE 's#^(.*/)?([^ /]+\.py::[^ ]+) (PASSED|FAILED|SKIPPED|ERROR|XFAIL|XPASS).*#  \2 \3#p' || true
 	"$python" - "$dir/junit.xml" >"$results" <<-'EOF'
 		import sys
 		import xml.etree.ElementTree as ET
@@ -308,17 +313,27 @@ step "results"
 regressions=0
 for suite in "${suites[@]}"; do
 	echo
-	printf '%-64s %-9s %-9s\n' "$suite" "${servers[0]}" "${servers[1]:-}"
-	names=$(cut -f1 "$out/$suite".*.results | sort -u)
-	while read -r name; do
+	printf '%-72s %-9s %-9s\n' "$suite" "${servers[0]}" "${servers[1]:-}"
+	files=()
+	for server in "${servers[@]}"; do
+		files+=("$out/$suite.$server.results")
+	done
+	# One line per test: its name, then its result on each server ("-"
+	# when it did not run there).
+	rows=$(awk -F'\t' -v servers="${#files[@]}" '
+		FNR == 1 { f++ }
+		{ if (!($1 in seen)) { seen[$1] = 1; names[++n] = $1 }; r[f, $1] = $2 }
+		END {
+			for (i = 1; i <= n; i++) {
+				line = names[i]
+				for (j = 1; j <= servers; j++) line = line "\t" ((j, names[i]) in r ? r[j, names[i]] : "-")
+				print line
+			}
+		}' "${files[@]}" | sort)
+	while IFS=$'\t' read -r name first second; do
 		[ -n "$name" ] || continue
-		cols=()
-		for server in "${servers[@]}"; do
-			r=$(awk -F'\t' -v n="$name" '$1 == n { print $2 }' "$out/$suite.$server.results")
-			cols+=("${r:--}")
-		done
 		note=""
-		if [ "${#servers[@]}" -eq 2 ] && [ "${cols[0]}" = pass ] && [ "${cols[1]}" != pass ]; then
+		if [ "${#servers[@]}" -eq 2 ] && [ "$first" = pass ] && [ "$second" != pass ]; then
 			if is_excluded "$suite:$name"; then
 				note="(excluded: not implemented)"
 			else
@@ -326,8 +341,8 @@ for suite in "${suites[@]}"; do
 				regressions=$((regressions + 1))
 			fi
 		fi
-		printf '%-64s %-9s %-9s %s\n' "$name" "${cols[0]}" "${cols[1]:-}" "$note"
-	done <<<"$names"
+		printf '%-72s %-9s %-9s %s\n' "$name" "$first" "${second:-}" "$note"
+	done <<<"$rows"
 done
 
 echo
