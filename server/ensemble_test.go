@@ -484,19 +484,30 @@ func startReadOnlyEnsemble(t *testing.T) (e *collietest.Ensemble, lead *colliete
 
 // A server with readonlymode.enabled turns read-only after ZooKeeper's
 // grace period without a leader, max(2 s, tickTime), whatever the
-// shortest session timeout (the wait of a server without it); a client
+// shortest session timeout (the wait of a server without it), and its
+// admin server says it is read-only; a client
 // that resumes its session there is refused, as ZooKeeper refuses a
 // global session's reconnection in read-only mode.
 func TestEnsembleReadOnlyModeAfterGracePeriod(t *testing.T) {
-	e := collietest.StartEnsemble(t, 3, 0, collietest.WithConfig(func(c *config.Config) {
+	e := collietest.StartEnsemble(t, 3, 0, collietest.WithAdminServer(), collietest.WithConfig(func(c *config.Config) {
 		c.ReadOnlyMode = true
 		c.MinSessionTimeout, c.MaxSessionTimeout = time.Minute, 2*time.Minute
 	}))
 	fi, f := followerOf(t, e)
 	rc := dialRaw(t, f.Addr(), 60000)
+	if m := adminCommand(t, f.AdminAddr(), "is_read_only"); m["read_only"] != false {
+		t.Errorf("admin is_read_only with a leader: %v", m)
+	}
 	e.Isolate(fi)
 	waitFor(t, "the cut-off follower to enter read-only mode", func() bool { return fourLetter(t, f.Addr(), "isro") == "ro" })
 	expectClosed(t, rc)
+	// The admin server says so too, as ZooKeeper's read-only server.
+	if m := adminCommand(t, f.AdminAddr(), "is_read_only"); m["read_only"] != true || m["error"] != nil {
+		t.Errorf("admin is_read_only in read-only mode: %v", m)
+	}
+	if m := adminCommand(t, f.AdminAddr(), "server_stats"); m["read_only"] != true || m["error"] != nil {
+		t.Errorf("admin server_stats in read-only mode: %v", m)
+	}
 	c, err := zkwire.Handshake(f.Addr(), &proto.ConnectRequest{TimeOut: rc.TimeOut, SessionID: rc.Session, Passwd: rc.Passwd, ReadOnly: true})
 	if err == nil {
 		c.Close()

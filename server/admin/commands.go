@@ -97,8 +97,8 @@ var commands = []command{
 		}
 		return object{{"initial_configuration", text}}, ""
 	}},
-	{[]string{"is_read_only", "isro"}, func(Backend, url.Values) (object, string) {
-		return object{{"read_only", false}}, ""
+	{[]string{"is_read_only", "isro"}, func(b Backend, _ url.Values) (object, string) {
+		return object{{"read_only", b.ReadOnly()}}, ""
 	}},
 	{[]string{"last_snapshot", "lsnp"}, func(b Backend, _ url.Values) (object, string) {
 		snap, ok := b.LastSnapshot()
@@ -274,7 +274,7 @@ func serverStats(b Backend) object {
 	responses := object{{"last_buffer_size", -1}, {"min_buffer_size", -1}, {"max_buffer_size", -1}}
 	return object{
 		{"version", m["version"]},
-		{"read_only", false},
+		{"read_only", b.ReadOnly()},
 		{"server_stats", object{
 			{"packets_sent", number("packets_sent")},
 			{"packets_received", number("packets_received")},

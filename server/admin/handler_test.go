@@ -17,7 +17,7 @@ import (
 // fakeBackend answers with fixed values and counts the resets.
 type fakeBackend struct {
 	serverResets, connResets int
-	notServing               bool
+	notServing, readOnly     bool
 }
 
 var epoch = time.UnixMilli(1700000000000)
@@ -40,6 +40,7 @@ func (f *fakeBackend) Monitor() []Metric {
 }
 func (f *fakeBackend) LastZxid() int64 { return 0x1f }
 func (f *fakeBackend) Serving() bool   { return !f.notServing }
+func (f *fakeBackend) ReadOnly() bool  { return f.readOnly }
 func (f *fakeBackend) Connections() []Connection {
 	return []Connection{{
 		RemoteAddr: "127.0.0.1:5555", Received: 10, Sent: 9, Session: 0x100, LastOp: "GETD",
@@ -180,6 +181,16 @@ func TestCommandsWhileNotServing(t *testing.T) {
 	}
 	if m := getJSON(t, h, "/commands/nosuch"); m["error"] != "Unknown command: nosuch" {
 		t.Errorf("unknown command while not serving: %v", m)
+	}
+}
+
+// In read-only mode the commands answer, and say they are read-only.
+func TestCommandsInReadOnlyMode(t *testing.T) {
+	h := NewHandler(&fakeBackend{readOnly: true}, Options{})
+	for _, name := range []string{"is_read_only", "server_stats", "stats"} {
+		if m := getJSON(t, h, "/commands/"+name); m["read_only"] != true || m["error"] != nil {
+			t.Errorf("%s in read-only mode: %v", name, m)
+		}
 	}
 }
 
