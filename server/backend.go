@@ -29,6 +29,9 @@ func (s *Server) negotiate(requested time.Duration) time.Duration {
 // OpenSession creates a session through the log, or a read-only session
 // of this server alone while it is in read-only mode.
 func (s *Server) OpenSession(ctx context.Context, c *conn.Conn, requested time.Duration, readOnly bool) (conn.Session, error) {
+	if !s.ready.Load() {
+		return conn.Session{}, errNotServing
+	}
 	if s.refusing.Load() {
 		if readOnly && s.cfg.ReadOnlyMode {
 			return s.openReadOnlySession(c, requested)
@@ -90,11 +93,12 @@ func (s *Server) readOnlyMode() bool {
 	return s.cfg.ReadOnlyMode && s.refusing.Load()
 }
 
-// serving reports whether this server serves clients: it is not a member
-// of an ensemble that has known no leader for too long (see
-// checkLeaderless), or it serves read-only sessions then.
+// serving reports whether this server serves clients: it has known a
+// leader (see Run), and it is not a member of an ensemble that has known
+// none for too long since (see checkLeaderless), or it serves read-only
+// sessions then.
 func (s *Server) serving() bool {
-	return !s.refusing.Load() || s.cfg.ReadOnlyMode
+	return s.ready.Load() && (!s.refusing.Load() || s.cfg.ReadOnlyMode)
 }
 
 // ResumeSession reattaches a session after a reconnect. Moving the
@@ -104,7 +108,7 @@ func (s *Server) serving() bool {
 // election, within the session's timeout, as ZooKeeper's clients ride
 // through a leader change.
 func (s *Server) ResumeSession(ctx context.Context, c *conn.Conn, id int64, passwd []byte, requested time.Duration) (time.Duration, bool) {
-	if s.refusing.Load() {
+	if !s.ready.Load() || s.refusing.Load() {
 		// Not an expiry: the client must try another server.
 		c.Close()
 		return 0, false
@@ -235,7 +239,7 @@ func (s *Server) withLeader(ctx context.Context, op func() error) error {
 
 // Touch records activity of a session.
 func (s *Server) Touch(id int64) {
-	if id == 0 || s.refusing.Load() {
+	if id == 0 || !s.ready.Load() || s.refusing.Load() {
 		// Without a leader there is no one to report activity to; a new
 		// leader gives every session a fresh timeout anyway.
 		return

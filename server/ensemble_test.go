@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"slices"
@@ -455,6 +456,100 @@ func TestEnsembleLeaderlessServerSaysNotServing(t *testing.T) {
 	if m := adminCommand(t, f.AdminAddr(), "srvr"); m["error"] != nil {
 		t.Errorf("admin srvr once healed: %v", m)
 	}
+}
+
+// A member of an ensemble started before the others listens at once, as a
+// ZooKeeper server does, and says it is not serving until it has a leader:
+// ruok answers imok, isro null, srvr and the admin commands "not currently
+// serving", and sessions are refused. Once the others are up it serves.
+func TestEnsembleMemberStartedAloneSaysNotServing(t *testing.T) {
+	cfgs := make([]config.Config, 3)
+	members := make([]config.Server, 3)
+	for i := range cfgs {
+		cfgs[i] = collietest.Config(t)
+		cfgs[i].AdminServerEnabled, cfgs[i].AdminServerAddress, cfgs[i].AdminServerPort = true, "127.0.0.1", collietest.FreePort(t)
+		members[i] = config.Server{ID: uint64(i + 1), Host: "127.0.0.1", PeerPort: collietest.FreePort(t), ElectionPort: collietest.FreePort(t),
+			ClientAddress: "127.0.0.1", ClientPort: cfgs[i].ClientPort}
+	}
+	run := func(i int) *server.Server {
+		cfg := cfgs[i]
+		cfg.ServerID, cfg.Servers, cfg.Standalone = uint64(i+1), members, false
+		srv, err := server.New(cfg, slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			srv.Run(ctx)
+		}()
+		t.Cleanup(func() {
+			sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer scancel()
+			srv.Shutdown(sctx)
+			cancel()
+			<-done
+		})
+		return srv
+	}
+	first := run(0)
+	addr := net.JoinHostPort("127.0.0.1", fmt.Sprint(cfgs[0].ClientPort))
+	admin := net.JoinHostPort("127.0.0.1", fmt.Sprint(cfgs[0].AdminServerPort))
+	waitFor(t, "the lone member to answer ruok", func() bool { return tryFourLetter(addr, "ruok") == "imok" })
+	const notServing = "This ZooKeeper instance is not currently serving requests"
+	if out := fourLetter(t, addr, "srvr"); out != notServing+"\n" {
+		t.Errorf("srvr of a member without a leader: %q", out)
+	}
+	if out := fourLetter(t, addr, "isro"); out != "null" {
+		t.Errorf("isro of a member without a leader: %q", out)
+	}
+	waitFor(t, "the lone member's admin server", func() bool { return tryAdmin(admin) })
+	if m := adminCommand(t, admin, "srvr"); m["error"] != notServing {
+		t.Errorf("admin srvr of a member without a leader: %v", m)
+	}
+	if c, err := zkwire.Dial(addr, 6000); err == nil {
+		c.Close()
+		if c.TimeOut > 0 {
+			t.Fatal("a member without a leader opened a session")
+		}
+	}
+	run(1)
+	run(2)
+	select {
+	case <-first.Ready():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the first member does not serve 30s after the others started")
+	}
+	if out := fourLetter(t, addr, "srvr"); !strings.Contains(out, "\nMode: ") {
+		t.Errorf("srvr once serving: %q", out)
+	}
+	dialRaw(t, addr, 6000)
+}
+
+// tryFourLetter returns a four-letter word's answer, or "" when the server
+// does not answer.
+func tryFourLetter(addr, cmd string) string {
+	nc, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return ""
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(5 * time.Second))
+	nc.Write([]byte(cmd))
+	b, _ := io.ReadAll(nc)
+	return string(b)
+}
+
+// tryAdmin reports whether an admin server answers.
+func tryAdmin(addr string) bool {
+	hc := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := hc.Get("http://" + addr + "/commands/ruok")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return true
 }
 
 // adminCommand runs an admin server's command and decodes its answer.

@@ -126,7 +126,7 @@ func (s *Server) FourLetter(cmd string) (string, bool) {
 		switch {
 		case s.readOnlyMode():
 			return "ro", true
-		case s.refusing.Load():
+		case !s.ready.Load() || s.refusing.Load():
 			// As ZooKeeper's answer when it serves no clients.
 			return "null", true
 		}
