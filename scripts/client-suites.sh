@@ -165,6 +165,22 @@ env_for() {
 	esac
 }
 
+# in_group runs a command in dir, in a process group of its own, and once
+# it has exited kills what is left of the group: a test that times out
+# leaves the servers its harness started running. Interrupted, it kills the
+# group at once.
+in_group() { # dir command...
+	local dir=$1 pid status=0
+	shift
+	(cd "$dir" && exec setsid "$@") &
+	pid=$!
+	trap 'kill -KILL -- "-$pid" 2>/dev/null; exit 130' INT TERM
+	wait "$pid" || status=$?
+	trap - INT TERM
+	kill -KILL -- "-$pid" 2>/dev/null || true
+	return "$status"
+}
+
 # go-zookeeper's test helper waits for its servers with FLWSrvr, whose
 # pattern knows the srvr banner of ZooKeeper 3.4 to 3.6 only ("built on
 # 01/02/2006 15:04 MST"): against any 3.8-era server it never succeeds. In a
@@ -234,11 +250,9 @@ run_go_zookeeper() { # server
 		[ -n "$name" ] || continue
 		n=$((n + 1))
 		start=$SECONDS
-		(
-			cd "$gozk"
-			env "${server_env[@]}" "$out/bin/go-zookeeper.test" \
-				-test.run "^${name}\$" -test.v -test.count=1 -test.timeout "${TEST_TIMEOUT:-120}s"
-		) >"$logs/$name.log" 2>&1 || true
+		in_group "$gozk" env "${server_env[@]}" "$out/bin/go-zookeeper.test" \
+			-test.run "^${name}\$" -test.v -test.count=1 -test.timeout "${TEST_TIMEOUT:-120}s" \
+			>"$logs/$name.log" 2>&1 || true
 		if grep -q "^--- PASS: ${name} " "$logs/$name.log"; then
 			result=pass
 		elif grep -q "^--- SKIP: ${name} " "$logs/$name.log"; then
@@ -264,11 +278,8 @@ run_kazoo() { # server
 	fi
 	local server_env
 	mapfile -t server_env < <(env_for "$server")
-	(
-		cd "$dir"
-		env "${server_env[@]}" ZOOKEEPER_VERSION="$zk_version" ZOOKEEPER_CLASSPATH=/usr/share/java/zookeeper.jar \
-			"$python" "${args[@]}"
-	) 2>&1 | tee "$out/logs/kazoo.$server.log" |
+	in_group "$dir" env "${server_env[@]}" ZOOKEEPER_VERSION="$zk_version" \
+		ZOOKEEPER_CLASSPATH=/usr/share/java/zookeeper.jar "$python" "${args[@]}" 2>&1 | tee "$out/logs/kazoo.$server.log" |
 		sed -nE 's#^(.*/)?([^ /]+\.py::[^ ]+) (PASSED|FAILED|SKIPPED|ERROR|XFAIL|XPASS).*#  \2 \3#p' || true
 	"$python" - "$dir/junit.xml" >"$results" <<-'EOF'
 		import sys
