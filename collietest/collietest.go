@@ -46,7 +46,7 @@ func Config(tb testing.TB) config.Config {
 	cfg.DataDir = tb.TempDir()
 	cfg.DataLogDir = cfg.DataDir
 	cfg.ClientPortAddress = "127.0.0.1"
-	cfg.ClientPort = freePort(tb)
+	cfg.ClientPort = FreePort(tb)
 	cfg.TickTime = 100 * time.Millisecond
 	cfg.MinSessionTimeout = 2 * cfg.TickTime
 	cfg.MaxSessionTimeout = 20 * cfg.TickTime
@@ -72,7 +72,10 @@ func WithAdminServer() Option {
 	}
 }
 
-func freePort(tb testing.TB) int {
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago and
+// that no other caller in this process was given: for the peer or admin
+// ports of servers a test configures itself.
+func FreePort(tb testing.TB) int {
 	port, err := freeport.Take()
 	if err != nil {
 		tb.Fatalf("collietest: %v", err)
@@ -94,7 +97,7 @@ func Start(tb testing.TB, opts ...Option) *Server {
 func StartConfig(tb testing.TB, cfg config.Config) *Server {
 	tb.Helper()
 	if cfg.AdminServerEnabled && cfg.AdminServerPort == 0 {
-		cfg.AdminServerPort = freePort(tb)
+		cfg.AdminServerPort = FreePort(tb)
 	}
 	s := &Server{tb: tb, cfg: cfg}
 	s.start()

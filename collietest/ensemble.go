@@ -29,11 +29,14 @@ func StartEnsemble(tb testing.TB, voters, observers int, opts ...Option) *Ensemb
 		for _, o := range opts {
 			o(&cfgs[i])
 		}
+		if cfgs[i].AdminServerEnabled && cfgs[i].AdminServerPort == 0 {
+			cfgs[i].AdminServerPort = FreePort(tb)
+		}
 		members[i] = config.Server{
 			ID:            uint64(i + 1),
 			Host:          "127.0.0.1",
-			PeerPort:      freePort(tb),
-			ElectionPort:  freePort(tb),
+			PeerPort:      FreePort(tb),
+			ElectionPort:  FreePort(tb),
 			Observer:      i >= voters,
 			ClientAddress: cfgs[i].ClientPortAddress,
 			ClientPort:    cfgs[i].ClientPort,

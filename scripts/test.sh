@@ -36,6 +36,7 @@ if [ "${#pkgs[@]}" -eq 0 ]; then
 fi
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+. scripts/debian-packages.sh
 
 fuzztime="${FUZZTIME:-10s}"
 
@@ -52,33 +53,6 @@ packages=(
 
 step() {
 	printf '\n==> %s\n' "$*"
-}
-
-installed() {
-	[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null || true)" = "install ok installed" ]
-}
-
-install_packages() {
-	local missing=() pkg
-	for pkg in "${packages[@]}"; do
-		installed "$pkg" || missing+=("$pkg")
-	done
-	if [ "${#missing[@]}" -eq 0 ]; then
-		echo "all installed: ${packages[*]}"
-		return
-	fi
-	local sudo=()
-	if [ "$(id -u)" -ne 0 ]; then
-		if ! command -v sudo >/dev/null; then
-			echo "test.sh: need root or sudo to install: ${missing[*]}" >&2
-			exit 1
-		fi
-		sudo=(sudo)
-	fi
-	echo "installing: ${missing[*]}"
-	"${sudo[@]}" apt-get update
-	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
-		apt-get install -y --no-install-recommends "${missing[@]}"
 }
 
 passed=0
@@ -116,7 +90,7 @@ if $quick; then
 	step "skipping package install (--quick)"
 else
 	step "installing Debian packages"
-	install_packages
+	install_missing test.sh "${packages[@]}"
 fi
 
 step "go mod download"

@@ -85,6 +85,10 @@ func (a *adminBackend) Monitor() []admin.Metric {
 
 func (a *adminBackend) LastZxid() int64 { return (*Server)(a).LastZxid() }
 
+func (a *adminBackend) Serving() bool { return (*Server)(a).serving() }
+
+func (a *adminBackend) ReadOnly() bool { return (*Server)(a).readOnlyMode() }
+
 func (a *adminBackend) Connections() []admin.Connection {
 	s := (*Server)(a)
 	conns := s.connections()

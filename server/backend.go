@@ -28,6 +28,9 @@ func (s *Server) negotiate(requested time.Duration) time.Duration {
 // OpenSession creates a session through the log, or a read-only session
 // of this server alone while it is in read-only mode.
 func (s *Server) OpenSession(ctx context.Context, c *conn.Conn, requested time.Duration, readOnly bool) (conn.Session, error) {
+	if !s.ready.Load() {
+		return conn.Session{}, errNotServing
+	}
 	if s.refusing.Load() {
 		if readOnly && s.cfg.ReadOnlyMode {
 			return s.openReadOnlySession(c, requested)
@@ -88,9 +91,22 @@ func (s *Server) readOnlyMode() bool {
 	return s.cfg.ReadOnlyMode && s.refusing.Load()
 }
 
-// ResumeSession reattaches a session after a reconnect.
+// serving reports whether this server serves clients: it has known a
+// leader (see Run), and it is not a member of an ensemble that has known
+// none for too long since (see checkLeaderless), or it serves read-only
+// sessions then.
+func (s *Server) serving() bool {
+	return s.ready.Load() && (!s.refusing.Load() || s.cfg.ReadOnlyMode)
+}
+
+// ResumeSession reattaches a session after a reconnect. Moving the
+// session here, or learning of it when it was opened through another
+// server a moment ago, needs a leader: a resume that arrives while there
+// is none (the client's server was the leader, and died) waits for the
+// election, within the session's timeout, as ZooKeeper's clients ride
+// through a leader change.
 func (s *Server) ResumeSession(ctx context.Context, c *conn.Conn, id int64, passwd []byte, requested time.Duration) (time.Duration, bool) {
-	if s.refusing.Load() {
+	if !s.ready.Load() || s.refusing.Load() {
 		// Not an expiry: the client must try another server.
 		c.Close()
 		return 0, false
@@ -103,12 +119,19 @@ func (s *Server) ResumeSession(ctx context.Context, c *conn.Conn, id int64, pass
 	s.mu.RLock()
 	sess, open := s.fsm.Session(id)
 	s.mu.RUnlock()
+	wait := s.negotiate(requested)
+	if open {
+		wait = time.Duration(sess.Timeout) * time.Millisecond
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
 	if !open && !s.cfg.Standalone {
 		// The session may have been opened through another server a
 		// moment ago, and this one not have applied it yet: it catches up
 		// with what the leader has committed before it says the session
 		// is gone, as a ZooKeeper follower asks its leader.
-		if err := s.sync(ctx); err != nil {
+		err := s.withLeader(ctx, func() error { return s.sync(ctx) })
+		if err != nil {
 			// No leader to ask: the client must try again, not be told
 			// its session expired.
 			c.Close()
@@ -126,21 +149,30 @@ func (s *Server) ResumeSession(ctx context.Context, c *conn.Conn, id int64, pass
 	if sess.Owner != s.id {
 		// The session comes from another server of the ensemble: its
 		// writes go through this one from now on.
-		w, done := awaitResult()
-		s.propose(&fsm.Entry{Type: fsm.EntryMoveSession, Session: id}, w)
-		select {
-		case r := <-done:
-			switch r.Err {
-			case proto.OK:
-			case proto.ErrSessionExpired:
-				return 0, false
-			default:
-				// No leader to take the move: the client must try again,
-				// not be told its session is gone.
-				c.Close()
-				return 0, false
+		var code proto.Code
+		err := s.withLeader(ctx, func() error {
+			w, done := awaitResult()
+			s.propose(&fsm.Entry{Type: fsm.EntryMoveSession, Session: id}, w)
+			select {
+			case r := <-done:
+				code = r.Err
+				if code == proto.ErrConnectionLoss {
+					return code
+				}
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
 			}
-		case <-ctx.Done():
+		})
+		switch {
+		case err != nil:
+			// No leader took the move in time: the client must try
+			// again, not be told its session is gone.
+			c.Close()
+			return 0, false
+		case code == proto.ErrSessionExpired:
+			return 0, false
+		case code != proto.OK:
 			c.Close()
 			return 0, false
 		}
@@ -161,9 +193,51 @@ func (s *Server) ResumeSession(ctx context.Context, c *conn.Conn, id int64, pass
 	return s.negotiate(requested), true
 }
 
+// testHookAwaitLeader, when set, is called each time withLeader waits
+// for a leader. For tests.
+var testHookAwaitLeader func()
+
+// withLeader runs op, which needs a leader, until it succeeds: each time
+// it fails (no leader takes proposals or answers a ReadIndex now, or the
+// one it went to is gone), it waits for the leader to change, or a tick at
+// most (a lost message fails op with the leader unchanged), then tries
+// again. It gives up when ctx ends, this server stops serving clients for
+// want of a leader, or it shuts down.
+func (s *Server) withLeader(ctx context.Context, op func() error) error {
+	for {
+		changed := s.leaderChanges()
+		err := op()
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		if hook := testHookAwaitLeader; hook != nil {
+			hook()
+		}
+		t := time.NewTimer(s.cfg.TickTime)
+		select {
+		case <-changed:
+		case <-t.C:
+		case <-ctx.Done():
+		case <-s.closing:
+		}
+		t.Stop()
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case s.refusing.Load():
+			return errNotServing
+		}
+		select {
+		case <-s.closing:
+			return ErrServerClosed
+		default:
+		}
+	}
+}
+
 // Touch records activity of a session.
 func (s *Server) Touch(id int64) {
-	if id == 0 || s.refusing.Load() {
+	if id == 0 || !s.ready.Load() || s.refusing.Load() {
 		// Without a leader there is no one to report activity to; a new
 		// leader gives every session a fresh timeout anyway.
 		return

@@ -16,6 +16,7 @@ import (
 
 	"github.com/collie-io/collie/proto"
 	"github.com/collie-io/collie/server/config"
+	"github.com/collie-io/collie/server/conn"
 	"github.com/collie-io/collie/server/fsm"
 	"github.com/collie-io/collie/server/peer"
 	"github.com/collie-io/collie/server/replication"
@@ -183,12 +184,35 @@ func (s *Server) failWaiters(old uint64) {
 	}
 }
 
+// leaderChanges returns a channel closed at the next change of leader as
+// this server knows it.
+func (s *Server) leaderChanges() <-chan struct{} {
+	s.lmu.Lock()
+	defer s.lmu.Unlock()
+	if s.leaderChanged == nil {
+		s.leaderChanged = make(chan struct{})
+	}
+	return s.leaderChanged
+}
+
+// noteLeaderChange wakes whoever waits on leaderChanges.
+func (s *Server) noteLeaderChange() {
+	s.lmu.Lock()
+	defer s.lmu.Unlock()
+	if s.leaderChanged != nil {
+		close(s.leaderChanged)
+		s.leaderChanged = nil
+	}
+}
+
 // errNotServing refuses a session while this server serves no clients.
-var errNotServing = errors.New("server: no leader: this server does not serve clients until one is elected")
+var errNotServing = fmt.Errorf("server: no leader: this server does not serve clients until one is elected: %w", conn.ErrNotServing)
 
 // checkLeaderless stops serving clients once this server of an ensemble has
-// known no leader for longer than the shortest session timeout: what it
-// would read may be stale by then, and it cannot keep sessions alive. As a
+// known no leader for longer than the shortest session timeout (with
+// readonlymode.enabled, ZooKeeper's grace period: see leaderlessLimit):
+// what it would read may be stale by then, and it cannot keep sessions
+// alive. As a
 // ZooKeeper server that lost its quorum, it closes its client connections
 // and refuses sessions until a leader is back; clients move to a server
 // that has one. The four-letter words still answer.
@@ -217,7 +241,7 @@ func (s *Server) checkLeaderless(now time.Time, leader uint64) {
 		s.leaderlessSince = now
 		return
 	}
-	if now.Sub(s.leaderlessSince) < s.cfg.MinSessionTimeout || s.refusing.Load() {
+	if now.Sub(s.leaderlessSince) < s.leaderlessLimit() || s.refusing.Load() {
 		return
 	}
 	s.refusing.Store(true)
@@ -230,6 +254,21 @@ func (s *Server) checkLeaderless(now time.Time, leader uint64) {
 	for _, c := range conns {
 		c.Close()
 	}
+}
+
+// readOnlyGrace is the least time ZooKeeper waits without a leader before
+// it starts its read-only server (QuorumPeer's grace period, at least a
+// tick): shorter losses are elections, not partitions.
+const readOnlyGrace = 2 * time.Second
+
+// leaderlessLimit is how long this server serves its clients without a
+// leader: the shortest session timeout, or with readonlymode.enabled
+// ZooKeeper's grace period before it turns read-only.
+func (s *Server) leaderlessLimit() time.Duration {
+	if s.cfg.ReadOnlyMode {
+		return max(readOnlyGrace, s.cfg.TickTime)
+	}
+	return s.cfg.MinSessionTimeout
 }
 
 // receiveApp handles a message from another server of the ensemble.

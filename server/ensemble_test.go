@@ -3,10 +3,13 @@ package server_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
+	"net/http"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -19,6 +22,7 @@ import (
 	"github.com/collie-io/collie/collietest"
 	"github.com/collie-io/collie/internal/zkwire"
 	"github.com/collie-io/collie/proto"
+	"github.com/collie-io/collie/server"
 	"github.com/collie-io/collie/server/config"
 )
 
@@ -417,6 +421,153 @@ func TestEnsembleLeaderlessServerStopsServing(t *testing.T) {
 	waitFor(t, "a write through the healed follower", func() bool { return zkwire.TryCreate(f.Addr(), "/back") })
 }
 
+// A server without a leader, which serves no clients, says so as
+// ZooKeeper's does: srvr, stat, mntr and the other four-letter words
+// answer only "not currently serving", ruok and envi still answer, and so
+// do the admin server's commands; healed, it reports its role again.
+func TestEnsembleLeaderlessServerSaysNotServing(t *testing.T) {
+	e := collietest.StartEnsemble(t, 3, 0, collietest.WithAdminServer())
+	fi, f := followerOf(t, e)
+	const notServing = "This ZooKeeper instance is not currently serving requests\n"
+	e.Isolate(fi)
+	waitFor(t, "the cut-off follower to stop serving", func() bool { return fourLetter(t, f.Addr(), "isro") == "null" })
+	for _, cmd := range []string{"srvr", "stat", "mntr", "cons", "conf", "wchs", "wchc", "wchp", "dump", "dirs", "srst", "crst"} {
+		if out := fourLetter(t, f.Addr(), cmd); out != notServing {
+			t.Errorf("%s without a leader: %q, want %q", cmd, out, notServing)
+		}
+	}
+	if out := fourLetter(t, f.Addr(), "ruok"); out != "imok" {
+		t.Errorf("ruok without a leader: %q", out)
+	}
+	if out := fourLetter(t, f.Addr(), "envi"); !strings.HasPrefix(out, "Environment:\n") {
+		t.Errorf("envi without a leader: %q", out)
+	}
+	for cmd, serving := range map[string]bool{"srvr": false, "monitor": false, "ruok": false, "is_read_only": false, "environment": true, "zabstate": true} {
+		m := adminCommand(t, f.AdminAddr(), cmd)
+		if got := m["error"] != strings.TrimSuffix(notServing, "\n"); got != serving {
+			t.Errorf("admin %s without a leader: %v", cmd, m)
+		}
+	}
+	e.Heal(fi)
+	waitFor(t, "the healed follower to serve again", func() bool { return fourLetter(t, f.Addr(), "isro") == "rw" })
+	if out := fourLetter(t, f.Addr(), "srvr"); !strings.Contains(out, "Mode: follower\n") {
+		t.Errorf("srvr once healed: %q", out)
+	}
+	if m := adminCommand(t, f.AdminAddr(), "srvr"); m["error"] != nil {
+		t.Errorf("admin srvr once healed: %v", m)
+	}
+}
+
+// A member of an ensemble started before the others listens at once, as a
+// ZooKeeper server does, and says it is not serving until it has a leader:
+// ruok answers imok, isro null, srvr and the admin commands "not currently
+// serving", and sessions are refused. Once the others are up it serves.
+func TestEnsembleMemberStartedAloneSaysNotServing(t *testing.T) {
+	cfgs := make([]config.Config, 3)
+	members := make([]config.Server, 3)
+	for i := range cfgs {
+		cfgs[i] = collietest.Config(t)
+		cfgs[i].AdminServerEnabled, cfgs[i].AdminServerAddress, cfgs[i].AdminServerPort = true, "127.0.0.1", collietest.FreePort(t)
+		members[i] = config.Server{ID: uint64(i + 1), Host: "127.0.0.1", PeerPort: collietest.FreePort(t), ElectionPort: collietest.FreePort(t),
+			ClientAddress: "127.0.0.1", ClientPort: cfgs[i].ClientPort}
+	}
+	run := func(i int) *server.Server {
+		cfg := cfgs[i]
+		cfg.ServerID, cfg.Servers, cfg.Standalone = uint64(i+1), members, false
+		srv, err := server.New(cfg, slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			srv.Run(ctx)
+		}()
+		t.Cleanup(func() {
+			sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer scancel()
+			srv.Shutdown(sctx)
+			cancel()
+			<-done
+		})
+		return srv
+	}
+	first := run(0)
+	addr := net.JoinHostPort("127.0.0.1", fmt.Sprint(cfgs[0].ClientPort))
+	admin := net.JoinHostPort("127.0.0.1", fmt.Sprint(cfgs[0].AdminServerPort))
+	waitFor(t, "the lone member to answer ruok", func() bool { return tryFourLetter(addr, "ruok") == "imok" })
+	const notServing = "This ZooKeeper instance is not currently serving requests"
+	if out := fourLetter(t, addr, "srvr"); out != notServing+"\n" {
+		t.Errorf("srvr of a member without a leader: %q", out)
+	}
+	if out := fourLetter(t, addr, "isro"); out != "null" {
+		t.Errorf("isro of a member without a leader: %q", out)
+	}
+	waitFor(t, "the lone member's admin server", func() bool { return tryAdmin(admin) })
+	if m := adminCommand(t, admin, "srvr"); m["error"] != notServing {
+		t.Errorf("admin srvr of a member without a leader: %v", m)
+	}
+	if c, err := zkwire.Dial(addr, 6000); err == nil {
+		c.Close()
+		if c.TimeOut > 0 {
+			t.Fatal("a member without a leader opened a session")
+		}
+	}
+	run(1)
+	run(2)
+	select {
+	case <-first.Ready():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the first member does not serve 30s after the others started")
+	}
+	if out := fourLetter(t, addr, "srvr"); !strings.Contains(out, "\nMode: ") {
+		t.Errorf("srvr once serving: %q", out)
+	}
+	dialRaw(t, addr, 6000)
+}
+
+// tryFourLetter returns a four-letter word's answer, or "" when the server
+// does not answer.
+func tryFourLetter(addr, cmd string) string {
+	nc, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return ""
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(5 * time.Second))
+	nc.Write([]byte(cmd))
+	b, _ := io.ReadAll(nc)
+	return string(b)
+}
+
+// tryAdmin reports whether an admin server answers.
+func tryAdmin(addr string) bool {
+	hc := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := hc.Get("http://" + addr + "/commands/ruok")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return true
+}
+
+// adminCommand runs an admin server's command and decodes its answer.
+func adminCommand(t *testing.T, addr, name string) map[string]any {
+	t.Helper()
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := hc.Get("http://" + addr + "/commands/" + name)
+	if err != nil {
+		t.Fatalf("admin %s: %v", name, err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("admin %s: %d %v", name, resp.StatusCode, err)
+	}
+	return m
+}
+
 // startReadOnlyEnsemble starts three voters with readonlymode.enabled and
 // returns them, the leader, and a follower with its index.
 func startReadOnlyEnsemble(t *testing.T) (e *collietest.Ensemble, lead *collietest.Server, fi int, f *collietest.Server) {
@@ -424,6 +575,39 @@ func startReadOnlyEnsemble(t *testing.T) (e *collietest.Ensemble, lead *colliete
 	e = collietest.StartEnsemble(t, 3, 0, collietest.WithConfig(func(c *config.Config) { c.ReadOnlyMode = true }))
 	fi, f = followerOf(t, e)
 	return e, e.Leader(), fi, f
+}
+
+// A server with readonlymode.enabled turns read-only after ZooKeeper's
+// grace period without a leader, max(2 s, tickTime), whatever the
+// shortest session timeout (the wait of a server without it), and its
+// admin server says it is read-only; a client
+// that resumes its session there is refused, as ZooKeeper refuses a
+// global session's reconnection in read-only mode.
+func TestEnsembleReadOnlyModeAfterGracePeriod(t *testing.T) {
+	e := collietest.StartEnsemble(t, 3, 0, collietest.WithAdminServer(), collietest.WithConfig(func(c *config.Config) {
+		c.ReadOnlyMode = true
+		c.MinSessionTimeout, c.MaxSessionTimeout = time.Minute, 2*time.Minute
+	}))
+	fi, f := followerOf(t, e)
+	rc := dialRaw(t, f.Addr(), 60000)
+	if m := adminCommand(t, f.AdminAddr(), "is_read_only"); m["read_only"] != false {
+		t.Errorf("admin is_read_only with a leader: %v", m)
+	}
+	e.Isolate(fi)
+	waitFor(t, "the cut-off follower to enter read-only mode", func() bool { return fourLetter(t, f.Addr(), "isro") == "ro" })
+	expectClosed(t, rc)
+	// The admin server says so too, as ZooKeeper's read-only server.
+	if m := adminCommand(t, f.AdminAddr(), "is_read_only"); m["read_only"] != true || m["error"] != nil {
+		t.Errorf("admin is_read_only in read-only mode: %v", m)
+	}
+	if m := adminCommand(t, f.AdminAddr(), "server_stats"); m["read_only"] != true || m["error"] != nil {
+		t.Errorf("admin server_stats in read-only mode: %v", m)
+	}
+	c, err := zkwire.Handshake(f.Addr(), &proto.ConnectRequest{TimeOut: rc.TimeOut, SessionID: rc.Session, Passwd: rc.Passwd, ReadOnly: true})
+	if err == nil {
+		c.Close()
+		t.Fatalf("a session resumed in read-only mode (timeout %d); want the connection refused", c.TimeOut)
+	}
 }
 
 // With readonlymode.enabled, a server cut off from its leader serves
@@ -771,4 +955,73 @@ func TestEnsembleReadEndsWhenLeaderChanges(t *testing.T) {
 	}
 	e.HealLink(li, fi)
 	waitFor(t, "a write through the follower", func() bool { return zkwire.TryCreate(f.Addr(), "/after") })
+}
+
+// A client whose server was the leader, and died, reconnects to a survivor
+// before the survivors have elected a new leader: the resume needs one to
+// record the session's move, and waits for the election rather than end
+// the connection. The session lives on, its ephemeral node with it. Here
+// the survivors cannot elect one until their link is healed, once the
+// resume waits.
+func TestEnsembleResumeDuringElection(t *testing.T) {
+	waiting := make(chan struct{}, 1)
+	server.SetAwaitLeaderHook(t, func() {
+		select {
+		case waiting <- struct{}{}:
+		default:
+		}
+	})
+	// A server stops serving once it has known no leader for the shortest
+	// session timeout: long here, so that only the election ends the wait.
+	e := collietest.StartEnsemble(t, 3, 0, collietest.WithConfig(func(c *config.Config) {
+		c.MinSessionTimeout, c.MaxSessionTimeout = 10*time.Second, 20*time.Second
+	}))
+	lead := e.Leader()
+	var survivors []int
+	for i, s := range e.Servers() {
+		if s != lead {
+			survivors = append(survivors, i)
+		}
+	}
+	a, b := survivors[0], survivors[1]
+	rc := dialRaw(t, lead.Addr(), 10000)
+	call(t, rc, proto.OpCreate, &proto.CreateRequest{Path: "/eph", ACL: zkwire.OpenACL, Flags: proto.ModeEphemeral}, &proto.CreateResponse{})
+
+	e.CutLink(a, b)
+	e.CutLink(b, a)
+	lead.Stop()
+	type result struct {
+		c   *zkwire.Conn
+		err error
+	}
+	resumed := make(chan result, 1)
+	go func() {
+		c, err := zkwire.Handshake(e.Servers()[a].Addr(), &proto.ConnectRequest{TimeOut: rc.TimeOut, SessionID: rc.Session, Passwd: rc.Passwd})
+		resumed <- result{c, err}
+	}()
+	select {
+	case <-waiting:
+	case r := <-resumed:
+		if r.err != nil {
+			t.Fatalf("resume without a leader: %v; want it to wait for the election", r.err)
+		}
+		r.c.Close()
+		t.Fatalf("resume answered without a leader (timeout %d); want it to wait for the election", r.c.TimeOut)
+	case <-time.After(15 * time.Second):
+		t.Fatal("resume neither answered nor waited for a leader within 15s")
+	}
+	e.HealLink(a, b)
+	e.HealLink(b, a)
+	r := <-resumed
+	if r.err != nil {
+		t.Fatalf("resume during the election: %v", r.err)
+	}
+	t.Cleanup(func() { r.c.Close() })
+	if r.c.TimeOut <= 0 {
+		t.Fatalf("session %#x expired on resuming during the election", rc.Session)
+	}
+	var st proto.ExistsResponse
+	if code := call(t, r.c, proto.OpExists, &proto.ExistsRequest{Path: "/eph"}, &st); code != proto.OK || st.Stat.EphemeralOwner != rc.Session {
+		t.Fatalf("ephemeral after resuming during the election: %v %+v", code, st.Stat)
+	}
 }

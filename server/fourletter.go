@@ -89,6 +89,11 @@ func (s *Server) FourLetter(cmd string) (string, bool) {
 	if !allowed {
 		return "", false
 	}
+	if !s.serving() && cmd != "ruok" && cmd != "isro" && cmd != "envi" {
+		// As ZooKeeper's server without a quorum: these three answer,
+		// the others only say so.
+		return notServing, true
+	}
 	switch cmd {
 	case "ruok":
 		return "imok", true
@@ -121,7 +126,7 @@ func (s *Server) FourLetter(cmd string) (string, bool) {
 		switch {
 		case s.readOnlyMode():
 			return "ro", true
-		case s.refusing.Load():
+		case !s.ready.Load() || s.refusing.Load():
 			// As ZooKeeper's answer when it serves no clients.
 			return "null", true
 		}
@@ -168,6 +173,10 @@ func (s *Server) FourLetter(cmd string) (string, bool) {
 	}
 	return "", false
 }
+
+// notServing is what ZooKeeper's four-letter words answer while the
+// server serves no clients.
+const notServing = "This ZooKeeper instance is not currently serving requests\n"
 
 func sortedConns(m map[*conn.Conn][]string) []*conn.Conn {
 	out := make([]*conn.Conn, 0, len(m))

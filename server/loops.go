@@ -27,6 +27,7 @@ func (s *Server) expireSessions(ctx context.Context) {
 				s.failWaiters(leader)
 			}
 			leader = l
+			s.noteLeaderChange()
 		}
 		s.checkLeaderless(now, leader)
 		wasLeading := leading

@@ -81,11 +81,20 @@ type Server struct {
 	// when it lost the last one, owned by expireSessions.
 	refusing        atomic.Bool
 	leaderlessSince time.Time
+	// ready is set once this server has known a leader and the session
+	// secret (see Run); before, it serves no clients. Never cleared.
+	ready atomic.Bool
+	// leaderChanged is closed, and replaced, when the leader as this
+	// server knows it changes (see leaderChanges); lmu guards it.
+	lmu           sync.Mutex
+	leaderChanged chan struct{}
 
 	ln      net.Listener
 	lnReady chan struct{}
 	closing chan struct{}
-	closeMu sync.Once
+	// closeMu orders closing with the goroutines Run starts (see
+	// goUnlessClosed): Shutdown waits for wg only once closing is closed.
+	closeMu sync.Mutex
 	wg      sync.WaitGroup
 	latency latency
 	admin   adminServer
@@ -251,17 +260,19 @@ func (s *Server) Addr() net.Addr {
 func (s *Server) Ready() <-chan struct{} { return s.lnReady }
 
 // Run listens on the client port and serves until ctx ends or Shutdown is
-// called.
+// called. A member of an ensemble listens at once, as a ZooKeeper server
+// does, and serves clients once it knows a leader and the session secret;
+// until then it refuses sessions and its four-letter words and admin
+// commands say it is not serving.
 func (s *Server) Run(ctx context.Context) error {
 	if s.cfg.Standalone {
 		if err := s.node.WaitLeader(ctx); err != nil {
 			return fmt.Errorf("server: wait for leadership: %w", err)
 		}
-	} else if err := s.node.AwaitLeader(ctx); err != nil {
-		return fmt.Errorf("server: wait for a leader: %w", err)
-	}
-	if err := s.ensureSecret(ctx); err != nil {
-		return fmt.Errorf("server: set the session secret: %w", err)
+		if err := s.ensureSecret(ctx); err != nil {
+			return fmt.Errorf("server: set the session secret: %w", err)
+		}
+		s.ready.Store(true)
 	}
 	if err := s.startAdmin(); err != nil {
 		return err
@@ -273,16 +284,8 @@ func (s *Server) Run(ctx context.Context) error {
 		return fmt.Errorf("server: listen on client port: %w", err)
 	}
 	s.ln = ln
-	close(s.lnReady)
-	s.log.Info("serving clients", "addr", ln.Addr().String(), "data_dir", s.cfg.DataDir)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s.wg.Go(func() { s.expireSessions(ctx) })
-	s.wg.Go(func() { s.sweepContainers(ctx) })
-	// What the start read and replayed (the snapshot's stream, the log's
-	// entries) is garbage now: hand it back to the system at once rather
-	// than over minutes, since a server is sized by its resident memory.
-	s.wg.Go(debug.FreeOSMemory)
 	go func() {
 		select {
 		case <-ctx.Done():
@@ -291,6 +294,29 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 		ln.Close()
 	}()
+	if !s.ready.Load() {
+		s.log.Info("listening for clients; serving them once a leader is known", "addr", ln.Addr().String())
+	}
+	s.goUnlessClosed(func() {
+		if !s.ready.Load() {
+			if err := s.node.AwaitLeader(ctx); err != nil {
+				return
+			}
+			if err := s.ensureSecret(ctx); err != nil {
+				return
+			}
+			s.ready.Store(true)
+		}
+		close(s.lnReady)
+		s.log.Info("serving clients", "addr", ln.Addr().String(), "data_dir", s.cfg.DataDir)
+		s.wg.Go(func() { s.expireSessions(ctx) })
+		s.wg.Go(func() { s.sweepContainers(ctx) })
+		// What the start read and replayed (the snapshot's stream, the
+		// log's entries) is garbage now: hand it back to the system at
+		// once rather than over minutes, since a server is sized by its
+		// resident memory.
+		s.wg.Go(debug.FreeOSMemory)
+	})
 	var delay time.Duration
 	for {
 		nc, err := ln.Accept()
@@ -318,7 +344,7 @@ func (s *Server) Run(ctx context.Context) error {
 		if !s.admit(nc) {
 			continue
 		}
-		s.wg.Go(func() {
+		started := s.goUnlessClosed(func() {
 			conn.Serve(ctx, nc, s, conn.Config{
 				MaxBuffer: s.cfg.JuteMaxBuffer,
 				// A client that has not sent its connect request within
@@ -331,7 +357,29 @@ func (s *Server) Run(ctx context.Context) error {
 			})
 			s.release(nc)
 		})
+		if !started {
+			nc.Close()
+			s.release(nc)
+			return ErrServerClosed
+		}
 	}
+}
+
+// goUnlessClosed runs f in a goroutine of the server, unless Shutdown has
+// begun, and reports whether it did. A goroutine Run starts must be counted
+// in wg before Shutdown waits for wg (a WaitGroup's Add must not race its
+// Wait); those the server's goroutines start are counted while their
+// starter is.
+func (s *Server) goUnlessClosed(f func()) bool {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	select {
+	case <-s.closing:
+		return false
+	default:
+	}
+	s.wg.Go(f)
+	return true
 }
 
 // admit enforces maxClientCnxns per client address.
@@ -361,11 +409,16 @@ func (s *Server) release(nc net.Conn) {
 // sessions stay valid for reconnecting to a restarted server) and stops
 // raft. It returns ctx.Err() if ctx ends first.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.closeMu.Do(func() { close(s.closing) })
-	s.stopAdmin()
-	if s.ln != nil {
-		s.ln.Close()
+	// Run closes its listener once closing is: Run may be listening, or
+	// about to, and only Run knows.
+	s.closeMu.Lock()
+	select {
+	case <-s.closing:
+	default:
+		close(s.closing)
 	}
+	s.closeMu.Unlock()
+	s.stopAdmin()
 	s.smu.Lock()
 	for c := range s.conns {
 		c.Close()

@@ -6,6 +6,14 @@ import "time"
 // may be called from several goroutines at once, while the server works;
 // each answer is a snapshot that the caller owns.
 type Backend interface {
+	// Serving reports whether the server serves clients. A member of an
+	// ensemble that has known no leader for too long does not (unless it
+	// serves read-only sessions); ZooKeeper's commands then answer only
+	// that it is not serving, and so do Collie's.
+	Serving() bool
+	// ReadOnly reports whether the server serves read-only sessions only
+	// (ZooKeeper's read-only mode).
+	ReadOnly() bool
 	// Monitor returns what the four-letter word mntr reports, in its
 	// order: each name without mntr's "zk_" prefix, each value as mntr
 	// prints it. The monitor command and /metrics serve these values;

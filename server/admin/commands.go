@@ -49,6 +49,18 @@ type command struct {
 	run   func(b Backend, args url.Values) (object, string)
 }
 
+// idle are the commands, by primary name, that answer while the server
+// does not serve clients; the others then answer errNotServing, as
+// ZooKeeper's do.
+var idle = map[string]bool{
+	"environment": true, "get_trace_mask": true, "set_trace_mask": true,
+	"system_properties": true, "zabstate": true,
+}
+
+// errNotServing is what ZooKeeper's commands answer while the server
+// serves no clients (a member of an ensemble without a quorum).
+const errNotServing = "This ZooKeeper instance is not currently serving requests"
+
 // commands are ZooKeeper 3.8's admin commands, with its names and aliases.
 // Collie serves a standalone server, so the commands about an ensemble
 // answer as ZooKeeper's standalone server does.
@@ -85,8 +97,8 @@ var commands = []command{
 		}
 		return object{{"initial_configuration", text}}, ""
 	}},
-	{[]string{"is_read_only", "isro"}, func(Backend, url.Values) (object, string) {
-		return object{{"read_only", false}}, ""
+	{[]string{"is_read_only", "isro"}, func(b Backend, _ url.Values) (object, string) {
+		return object{{"read_only", b.ReadOnly()}}, ""
 	}},
 	{[]string{"last_snapshot", "lsnp"}, func(b Backend, _ url.Values) (object, string) {
 		snap, ok := b.LastSnapshot()
@@ -98,6 +110,8 @@ var commands = []command{
 	{[]string{"leader", "lead"}, func(Backend, url.Values) (object, string) {
 		return nil, "server is not initialized"
 	}},
+	// ZooKeeper 3.8's monitor fails with an internal error (500) when the
+	// server does not serve; Collie's answers as the other commands do.
 	{[]string{"monitor", "mntr"}, func(b Backend, _ url.Values) (object, string) {
 		metrics := b.Monitor()
 		o := make(object, 0, len(metrics))
@@ -168,6 +182,9 @@ func run(b Backend, name string, args url.Values) object {
 	cmd := byName[name]
 	if cmd == nil {
 		return object{{"command", name}, {"error", "Unknown command: " + name}}
+	}
+	if !idle[cmd.names[0]] && !b.Serving() {
+		return object{{"command", cmd.names[0]}, {"error", errNotServing}}
 	}
 	o, errMsg := cmd.run(b, args)
 	var errValue any
@@ -257,7 +274,7 @@ func serverStats(b Backend) object {
 	responses := object{{"last_buffer_size", -1}, {"min_buffer_size", -1}, {"max_buffer_size", -1}}
 	return object{
 		{"version", m["version"]},
-		{"read_only", false},
+		{"read_only", b.ReadOnly()},
 		{"server_stats", object{
 			{"packets_sent", number("packets_sent")},
 			{"packets_received", number("packets_received")},

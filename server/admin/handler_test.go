@@ -17,6 +17,7 @@ import (
 // fakeBackend answers with fixed values and counts the resets.
 type fakeBackend struct {
 	serverResets, connResets int
+	notServing, readOnly     bool
 }
 
 var epoch = time.UnixMilli(1700000000000)
@@ -38,6 +39,8 @@ func (f *fakeBackend) Monitor() []Metric {
 	}
 }
 func (f *fakeBackend) LastZxid() int64 { return 0x1f }
+func (f *fakeBackend) Serving() bool   { return !f.notServing }
+func (f *fakeBackend) ReadOnly() bool  { return f.readOnly }
 func (f *fakeBackend) Connections() []Connection {
 	return []Connection{{
 		RemoteAddr: "127.0.0.1:5555", Received: 10, Sent: 9, Session: 0x100, LastOp: "GETD",
@@ -150,6 +153,43 @@ func TestEveryCommandAndAlias(t *testing.T) {
 			if !slices.Equal(got, want) {
 				t.Errorf("%s: keys %v, want %v", name, got, want)
 			}
+		}
+	}
+}
+
+// A server that does not serve clients (an ensemble member without a
+// quorum) answers every command but a few with ZooKeeper's error alone,
+// as ZooKeeper 3.8 run as a member of an ensemble whose others are down.
+func TestCommandsWhileNotServing(t *testing.T) {
+	b := &fakeBackend{notServing: true}
+	h := NewHandler(b, Options{})
+	answering := map[string]bool{"environment": true, "get_trace_mask": true, "set_trace_mask": true, "system_properties": true, "zabstate": true}
+	for _, cmd := range commands {
+		m := getJSON(t, h, "/commands/"+cmd.names[0])
+		if answering[cmd.names[0]] {
+			if m["error"] == errNotServing {
+				t.Errorf("%s: %v; want it to answer while not serving", cmd.names[0], m)
+			}
+			continue
+		}
+		if len(m) != 2 || m["command"] != cmd.names[0] || m["error"] != "This ZooKeeper instance is not currently serving requests" {
+			t.Errorf("%s: %v; want only the not-serving error", cmd.names[0], m)
+		}
+	}
+	if b.serverResets != 0 || b.connResets != 0 {
+		t.Errorf("a server not serving reset its statistics")
+	}
+	if m := getJSON(t, h, "/commands/nosuch"); m["error"] != "Unknown command: nosuch" {
+		t.Errorf("unknown command while not serving: %v", m)
+	}
+}
+
+// In read-only mode the commands answer, and say they are read-only.
+func TestCommandsInReadOnlyMode(t *testing.T) {
+	h := NewHandler(&fakeBackend{readOnly: true}, Options{})
+	for _, name := range []string{"is_read_only", "server_stats", "stats"} {
+		if m := getJSON(t, h, "/commands/"+name); m["read_only"] != true || m["error"] != nil {
+			t.Errorf("%s in read-only mode: %v", name, m)
 		}
 	}
 }

@@ -72,6 +72,11 @@ type Reader interface {
 	Read(c *Conn, op proto.OpCode, req proto.Record, auth []proto.ID) Reply
 }
 
+// ErrNotServing is what OpenSession returns, wrapped, while the server
+// serves no sessions (an ensemble member without a leader): the connection
+// closes and the client tries another server.
+var ErrNotServing = errors.New("not serving clients")
+
 // Session is what OpenSession grants a client.
 type Session struct {
 	ID      int64
@@ -420,7 +425,13 @@ func (c *Conn) handshake() bool {
 	if req.SessionID == 0 {
 		sess, err := c.backend.OpenSession(c.ctx, c, requested, req.ReadOnly)
 		if err != nil {
-			c.log.Warn("cannot open session", "err", err)
+			level := slog.LevelWarn
+			if errors.Is(err, ErrNotServing) {
+				// Routine while a member waits for a leader: the client
+				// tries another server.
+				level = slog.LevelDebug
+			}
+			c.log.Log(c.ctx, level, "cannot open session", "err", err)
 			return false
 		}
 		c.session, c.timeout = sess.ID, sess.Timeout
