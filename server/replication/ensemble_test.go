@@ -572,15 +572,24 @@ func TestQueuedProposalsTravelTogether(t *testing.T) {
 	}
 }
 
+// startQuiet starts three voters that neither call elections nor send
+// heartbeats, member 1 leading, with an entry of its term (1) committed
+// and applied everywhere.
+func startQuiet(t *testing.T, r *router) []*member {
+	t.Helper()
+	ms := startWithoutTimeouts(t, r, []uint64{1, 2, 3}, 1<<19)
+	proposeAll(t, ms[0], 1, 1)
+	awaitApplied(t, ms, 1, 1)
+	return ms
+}
+
 // TestAcknowledgementsMerge checks that a follower whose disk held several
 // appends acknowledges them, once written together, with one message: an
 // acknowledgement of an index stands for those before it.
 func TestAcknowledgementsMerge(t *testing.T) {
 	r := newRouter(t)
-	ms := startWithoutTimeouts(t, r, []uint64{1, 2, 3}, 1<<19)
+	ms := startQuiet(t, r)
 	lead, slow := ms[0], ms[2]
-	proposeAll(t, lead, 1, 1)
-	awaitApplied(t, ms, 1, 1)
 
 	g := &gate{make(chan struct{}), make(chan struct{})}
 	slow.st.gate.Store(g)
@@ -615,5 +624,56 @@ func TestAcknowledgementsMerge(t *testing.T) {
 	})
 	if got := r.sent(raftpb.MsgAppResp, 3, 1) - acks; got > 2 {
 		t.Errorf("the follower acknowledged the held write and the 5 appends written after it in %d messages; want at most 2", got)
+	}
+}
+
+// TestReadIndexesOfTwoMembersAtOnce checks that reads waiting for a
+// ReadIndex on the leader and on a follower at the same time are all
+// answered. The leader tells read requests apart by their context alone
+// and ignores one whose context it already holds, so the contexts must
+// differ from member to member: numbered from 1 by each member, they
+// collided, and the follower's read was never answered (a sync or a
+// linearizable read hung until the leader changed).
+func TestReadIndexesOfTwoMembersAtOnce(t *testing.T) {
+	r := newRouter(t)
+	// Without heartbeats: only reads make the leader send any.
+	ms := startQuiet(t, r)
+	lead, follower := ms[0], ms[2]
+
+	readIndex := func(n *Node) <-chan error {
+		done := make(chan error, 1)
+		n.ReadIndex(func(_ uint64, err error) { done <- err })
+		return done
+	}
+	// The leader's messages to the followers are lost, so its reads wait
+	// for a quorum; the follower's forwarded read reaches it.
+	cutLeader := func(cut bool) {
+		r.mu.Lock()
+		r.cut[[2]uint64{1, 2}], r.cut[[2]uint64{1, 3}] = cut, cut
+		r.mu.Unlock()
+	}
+	cutLeader(true)
+	beats := r.sent(raftpb.MsgHeartbeat, 1, 2)
+	first := readIndex(lead.n)
+	waitFor(t, "the leader's read under way", func() bool { return r.sent(raftpb.MsgHeartbeat, 1, 2) == beats+1 })
+	second := readIndex(follower.n)
+	waitFor(t, "the follower's read taken by the leader", func() bool { return r.sent(raftpb.MsgHeartbeat, 1, 2) == beats+2 })
+	cutLeader(false)
+	// The heartbeats of a third read confirm the leader for every read
+	// before it.
+	third := readIndex(lead.n)
+	reads := []struct {
+		name string
+		done <-chan error
+	}{{"the leader's first", first}, {"the follower's", second}, {"the leader's second", third}}
+	for _, rd := range reads {
+		select {
+		case err := <-rd.done:
+			if err != nil {
+				t.Errorf("%s read: %v", rd.name, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s read is not answered after 10s", rd.name)
+		}
 	}
 }

@@ -149,9 +149,15 @@ type Node struct {
 	// pendingReads are the reads waiting for the ReadIndex of their batch,
 	// by the batch's request context.
 	pendingReads map[string][]readRequest
-	readSeq      uint64
-	wasLeader    bool
-	knewLeader   bool
+	// readSeq numbers the batches. A request context is this member's id,
+	// readEpoch (drawn at Start) and readSeq: the leader holds the
+	// requests of every member by their context alone, and ignores one
+	// whose context it already holds, so no two members, nor two lives of
+	// one, may use the same.
+	readSeq    uint64
+	readEpoch  uint64
+	wasLeader  bool
+	knewLeader bool
 
 	// Raft's storage writes are asynchronous: run hands log appends to
 	// appendLoop and committed entries to applyLoop, and steps what they
@@ -243,6 +249,7 @@ func Start(cfg Config) (*Node, error) {
 		forwardLost:   make(chan struct{}, 1),
 		exited:        make(chan struct{}),
 		pendingReads:  make(map[string][]readRequest),
+		readEpoch:     rand.Uint64(),
 		appendq:       newFIFO[appendTask](),
 		applyq:        newFIFO[applyTask](),
 		localq:        newFIFO[raftpb.Message](),
@@ -682,7 +689,7 @@ func (n *Node) run() {
 				}
 			}
 			n.readSeq++
-			ctx := fmt.Appendf(nil, "%d", n.readSeq)
+			ctx := fmt.Appendf(nil, "%d.%x.%d", n.cfg.ID, n.readEpoch, n.readSeq)
 			n.pendingReads[string(ctx)] = batch
 			n.rn.ReadIndex(ctx)
 		}
