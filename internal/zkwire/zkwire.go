@@ -61,6 +61,22 @@ func Handshake(addr string, req *proto.ConnectRequest) (*Conn, error) {
 	return c, nil
 }
 
+// Resume connects to addr with c's session, as a client does after losing
+// its connection: it presents the session's id and password, the timeout
+// it was given, and lastZxid, the highest zxid it has seen in a reply. The
+// new Conn numbers its requests on from c's. A refused session (timeout
+// 0) is returned as a Conn with TimeOut 0 and no error; a server that
+// closes the connection instead (it has seen less than lastZxid, or has no
+// leader) returns an error.
+func (c *Conn) Resume(addr string, lastZxid int64) (*Conn, error) {
+	n, err := Handshake(addr, &proto.ConnectRequest{LastZxidSeen: lastZxid, TimeOut: c.TimeOut, SessionID: c.Session, Passwd: c.Passwd})
+	if err != nil {
+		return nil, err
+	}
+	n.xid = c.xid
+	return n, nil
+}
+
 // Close closes the connection (not the session).
 func (c *Conn) Close() error { return c.NC.Close() }
 
