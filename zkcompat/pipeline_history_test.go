@@ -92,8 +92,48 @@ var histNames = []string{"a", "b", "c", "a/x", "a/y"}
 type histSession struct {
 	conn   *zkwire.Conn
 	name   string
+	id     int64            // the session's id
 	reqs   []zkwire.Request // in the order sent
-	frames []zkwire.Frame   // in the order received
+	frames []zkwire.Frame   // in the order received, over every connection
+	// lost[i] is set when reqs[i] got no reply: its connection ended
+	// before. Only runs across a leader change lose any.
+	lost map[int]bool
+	// connOf[j] numbers the connection frames[j] came on, from 0; epoch
+	// is the number of the connection in use.
+	connOf []int
+	epoch  int
+	// lastZxid is the highest zxid of a reply received, which the
+	// session presents when it connects again.
+	lastZxid int64
+	// final: the session reads once every other has finished, and must
+	// see every write.
+	final bool
+}
+
+// send pipelines batch on the session's connection and records what
+// comes back. When the connection fails before every reply has come, the
+// requests left without one are lost, and send returns the error.
+func (s *histSession) send(batch ...zkwire.Request) error {
+	s.reqs = append(s.reqs, batch...)
+	frames, err := s.conn.Pipeline(batch...)
+	replies := 0
+	for _, f := range frames {
+		s.frames = append(s.frames, f)
+		s.connOf = append(s.connOf, s.epoch)
+		if f.Header.Xid != proto.XidNotification {
+			replies++
+			s.lastZxid = max(s.lastZxid, f.Header.Zxid)
+		}
+	}
+	if err != nil {
+		if s.lost == nil {
+			s.lost = map[int]bool{}
+		}
+		for i := len(s.reqs) - len(batch) + replies; i < len(s.reqs); i++ {
+			s.lost[i] = true
+		}
+	}
+	return err
 }
 
 // runHistory runs the sessions concurrently, each on addrs[i%len(addrs)],
@@ -107,7 +147,7 @@ func runHistory(t *testing.T, addrs []string, seed uint64) {
 			t.Fatalf("session %d: %v", i, err)
 		}
 		defer c.Close()
-		sessions[i] = &histSession{conn: c, name: fmt.Sprintf("s%d", i)}
+		sessions[i] = &histSession{conn: c, name: fmt.Sprintf("s%d", i), id: c.Session}
 	}
 	c := sessions[0].conn
 	if code, err := c.Do(proto.OpCreate, &proto.CreateRequest{Path: root, ACL: zkwire.OpenACL}, nil); err != nil || code != proto.OK {
@@ -136,10 +176,7 @@ func runHistory(t *testing.T, addrs []string, seed uint64) {
 					op, req := histRequest(rng, root, fmt.Sprintf("%s-%d", s.name, tokens))
 					batch = append(batch, zkwire.Request{Xid: s.conn.NextXid(), Op: op, Req: req})
 				}
-				s.reqs = append(s.reqs, batch...)
-				frames, err := s.conn.Pipeline(batch...)
-				s.frames = append(s.frames, frames...)
-				if err != nil {
+				if err := s.send(batch...); err != nil {
 					errs[i] = fmt.Errorf("%s: %w", s.name, err)
 					return
 				}
@@ -155,17 +192,13 @@ func runHistory(t *testing.T, addrs []string, seed uint64) {
 	// Once every session has a sync's reply, it has received the events
 	// of every write, all acknowledged before (see TestPipelinedDifferential).
 	for _, s := range sessions {
-		sync := zkwire.Request{Xid: s.conn.NextXid(), Op: proto.OpSync, Req: &proto.SyncRequest{Path: root}}
-		s.reqs = append(s.reqs, sync)
-		frames, err := s.conn.Pipeline(sync)
-		s.frames = append(s.frames, frames...)
-		if err != nil {
+		if err := s.send(zkwire.Request{Xid: s.conn.NextXid(), Op: proto.OpSync, Req: &proto.SyncRequest{Path: root}}); err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}
 	}
 	h := &history{root: root, sessions: sessions, ids: map[int64]string{}}
 	for _, s := range sessions {
-		h.ids[s.conn.Session] = s.name
+		h.ids[s.id] = s.name
 	}
 	for _, problem := range h.check(rootStat.Stat) {
 		t.Error(problem)
@@ -221,7 +254,15 @@ type history struct {
 	root     string
 	sessions []*histSession
 	ids      map[int64]string // session id to name
-	txns     []histTxn        // successful writes in zxid order; txns[k-1] is the k-th
+	// markers is the node under which every write leaves a marker (see
+	// withMarker), "" when writes leave none; markerZxids[token] lists
+	// the czxids of the markers found there after the run with that token.
+	markers     string
+	markerZxids map[string][]int64
+	txns        []histTxn // successful writes in zxid order; txns[k-1] is the k-th
+	// applied[i][j] is the number k in txns of session i's request j, for
+	// every write known to have taken effect.
+	applied []map[int]int
 	// timelines[path] lists the node's states, each from the prefix of
 	// txns at which it began, in order.
 	timelines map[string][]histState
@@ -233,6 +274,7 @@ type histTxn struct {
 	zxid    int64
 	session string
 	xid     int32
+	lost    bool // its reply never came: a marker tells it took effect
 	effects []histEffect
 }
 
@@ -255,11 +297,28 @@ type histState struct {
 // A histReply is a request with its reply, decoded.
 type histReply struct {
 	req   zkwire.Request
-	at    int // position in the session's stream
+	idx   int // the request's position in the session's requests
+	at    int // the reply's position in the session's stream
+	conn  int // the connection it came on
 	hdr   proto.ReplyHeader
 	resp  proto.Record // nil when the reply is an error
 	write bool
 	txn   int // for a successful write, its number k in txns
+}
+
+// succeeded reports whether a write's reply says it took effect.
+func (r histReply) succeeded() bool {
+	if !r.write || r.hdr.Err != proto.OK {
+		return false
+	}
+	if m, ok := r.resp.(*proto.MultiResponse); ok {
+		return !slices.ContainsFunc(m.Results, func(res proto.OpResult) bool { return res.Type == proto.OpError })
+	}
+	return true
+}
+
+func isHistRead(op proto.OpCode) bool {
+	return op == proto.OpGetData || op == proto.OpExists || op == proto.OpGetChildren2 || op == proto.OpSync
 }
 
 func (h *history) problemf(format string, args ...any) {
@@ -270,22 +329,28 @@ func (h *history) problemf(format string, args ...any) {
 func (h *history) check(rootStat proto.Stat) []string {
 	replies := make([][]histReply, len(h.sessions))
 	for i, s := range h.sessions {
-		if replies[i] = h.matchReplies(s); replies[i] == nil {
+		var ok bool
+		if replies[i], ok = h.matchReplies(s); !ok {
 			return h.problems
 		}
 	}
 	h.collectTxns(replies)
+	h.checkWriteOrder()
 	h.replay(rootStat)
 	for i, s := range h.sessions {
-		h.checkSession(s, replies[i])
+		h.checkSession(i, s, replies[i])
 	}
 	return h.problems
 }
 
 // matchReplies pairs requests and replies, which must come in request
-// order, and checks that reply zxids never decrease and that a write's
-// is above every earlier one.
-func (h *history) matchReplies(s *histSession) []histReply {
+// order, less the requests lost with a connection, and checks that reply
+// zxids never decrease (across connections too) and that a write's is
+// above every earlier one. No reply may carry ConnectionLoss, which
+// ZooKeeper never sends (a request whose outcome is unknown ends the
+// connection), nor SessionMoved, since a session never uses two
+// connections at once.
+func (h *history) matchReplies(s *histSession) ([]histReply, bool) {
 	var out []histReply
 	var last int64
 	var zxidProblems []string
@@ -294,20 +359,29 @@ func (h *history) matchReplies(s *histSession) []histReply {
 			h.problemf("%s: %d replies out of zxid order, the first: %s", s.name, n, zxidProblems[0])
 		}
 	}()
+	next := 0 // the request whose reply is due
 	for at, f := range s.frames {
 		if f.Header.Xid == proto.XidNotification {
 			continue
 		}
-		if len(out) == len(s.reqs) {
-			h.problemf("%s: reply xid=%d to no request", s.name, f.Header.Xid)
-			return nil
+		for next < len(s.reqs) && s.lost[next] {
+			next++
 		}
-		req := s.reqs[len(out)]
+		if next == len(s.reqs) {
+			h.problemf("%s: reply xid=%d to no request", s.name, f.Header.Xid)
+			return nil, false
+		}
+		req := s.reqs[next]
 		if f.Header.Xid != req.Xid {
 			h.problemf("%s: reply xid=%d where the reply to xid=%d (%s) was due", s.name, f.Header.Xid, req.Xid, req.Op)
-			return nil
+			return nil, false
 		}
-		r := histReply{req: req, at: at, hdr: f.Header, write: req.Op != proto.OpGetData && req.Op != proto.OpExists && req.Op != proto.OpGetChildren2 && req.Op != proto.OpSync}
+		r := histReply{req: req, idx: next, at: at, conn: s.connOf[at], hdr: f.Header, write: !isHistRead(req.Op)}
+		next++
+		switch f.Header.Err {
+		case proto.ErrConnectionLoss, proto.ErrSessionMoved:
+			h.problemf("%s: %s xid=%d answered with %v: a request whose outcome is unknown must end the connection instead", s.name, req.Op, req.Xid, f.Header.Err)
+		}
 		switch {
 		case r.write && f.Header.Zxid <= last:
 			zxidProblems = append(zxidProblems, fmt.Sprintf("%s xid=%d has zxid %#x, not above %#x of an earlier reply", req.Op, req.Xid, f.Header.Zxid, last))
@@ -320,52 +394,77 @@ func (h *history) matchReplies(s *histSession) []histReply {
 			if r.resp != nil {
 				if err := proto.Unmarshal(f.Body, r.resp); err != nil {
 					h.problemf("%s: %s xid=%d: %v", s.name, req.Op, req.Xid, err)
-					return nil
+					return nil, false
 				}
 			}
 		}
 		out = append(out, r)
 	}
-	if len(out) < len(s.reqs) {
-		h.problemf("%s: %d replies for %d requests", s.name, len(out), len(s.reqs))
-		return nil
+	if len(out)+len(s.lost) != len(s.reqs) {
+		h.problemf("%s: %d replies and %d lost for %d requests", s.name, len(out), len(s.lost), len(s.reqs))
+		return nil, false
 	}
-	return out
+	return out, true
 }
 
-// collectTxns gathers the successful writes in zxid order.
+// collectTxns gathers the successful writes in zxid order: those whose
+// reply says so, and, when writes leave markers, those lost with their
+// connection whose marker says they took effect. With markers it checks
+// that each write took effect at most once, an acknowledged one exactly
+// as its reply says, and a refused one not at all.
 func (h *history) collectTxns(replies [][]histReply) {
-	type ref struct{ session, reply int }
+	type ref struct{ session, req int }
 	var refs []ref
+	add := func(i, j int, zxid int64) {
+		s := h.sessions[i]
+		h.txns = append(h.txns, histTxn{zxid: zxid, session: s.name, xid: s.reqs[j].Xid, lost: s.lost[j], effects: writeEffects(s.reqs[j].Req, s.id, h.markers)})
+		refs = append(refs, ref{i, j})
+	}
+	tokens := map[string]bool{}
 	for i, s := range h.sessions {
-		for j := range replies[i] {
-			r := &replies[i][j]
-			if !r.write || r.hdr.Err != proto.OK {
+		acked := map[int]histReply{}
+		for _, r := range replies[i] {
+			if r.write {
+				acked[r.idx] = r
+			}
+		}
+		for j, req := range s.reqs {
+			if isHistRead(req.Op) {
 				continue
 			}
-			txn := histTxn{zxid: r.hdr.Zxid, session: s.name, xid: r.req.Xid}
-			switch req := r.req.Req.(type) {
-			case *proto.CreateRequest:
-				txn.effects = []histEffect{createEffect(req, s.conn.Session)}
-			case *proto.SetDataRequest:
-				txn.effects = []histEffect{{op: proto.OpSetData, path: req.Path, data: req.Data}}
-			case *proto.DeleteRequest:
-				txn.effects = []histEffect{{op: proto.OpDelete, path: req.Path}}
-			case *proto.MultiRequest:
-				if slices.ContainsFunc(r.resp.(*proto.MultiResponse).Results, func(res proto.OpResult) bool { return res.Type == proto.OpError }) {
-					continue // rolled back
+			r, ok := acked[j]
+			succeeded := ok && r.succeeded()
+			if h.markers == "" {
+				if succeeded {
+					add(i, j, r.hdr.Zxid)
 				}
-				for _, op := range req.Ops {
-					switch op := op.Req.(type) {
-					case *proto.CreateRequest:
-						txn.effects = append(txn.effects, createEffect(op, s.conn.Session))
-					case *proto.SetDataRequest:
-						txn.effects = append(txn.effects, histEffect{op: proto.OpSetData, path: op.Path, data: op.Data})
-					}
-				}
+				continue
 			}
-			h.txns = append(h.txns, txn)
-			refs = append(refs, ref{i, j})
+			token := markerToken(req.Req, h.markers)
+			tokens[token] = true
+			found := h.markerZxids[token]
+			what := fmt.Sprintf("%s: %s xid=%d (token %s)", s.name, req.Op, req.Xid, token)
+			switch {
+			case len(found) > 1:
+				h.problemf("%s took effect %d times, at zxids %#x", what, len(found), found)
+			case succeeded && len(found) == 0:
+				h.problemf("%s was acknowledged with zxid %#x, and is lost: no marker of it after the run", what, r.hdr.Zxid)
+			case succeeded && found[0] != r.hdr.Zxid:
+				h.problemf("%s was acknowledged with zxid %#x, but took effect at %#x", what, r.hdr.Zxid, found[0])
+			case ok && !succeeded && len(found) > 0:
+				h.problemf("%s was refused (%v), but took effect at zxid %#x", what, r.hdr.Err, found[0])
+			}
+			switch {
+			case succeeded:
+				add(i, j, r.hdr.Zxid)
+			case !ok && len(found) > 0:
+				add(i, j, found[0])
+			}
+		}
+	}
+	for token, zxids := range h.markerZxids {
+		if !tokens[token] {
+			h.problemf("a marker with token %s at zxid %#x, of no write sent", token, zxids[0])
 		}
 	}
 	order := make([]int, len(h.txns))
@@ -374,15 +473,72 @@ func (h *history) collectTxns(replies [][]histReply) {
 	}
 	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(h.txns[a].zxid, h.txns[b].zxid) })
 	sorted := make([]histTxn, len(h.txns))
+	h.applied = make([]map[int]int, len(h.sessions))
+	for i := range h.applied {
+		h.applied[i] = map[int]int{}
+	}
 	for k, i := range order {
 		sorted[k] = h.txns[i]
-		replies[refs[i].session][refs[i].reply].txn = k + 1
+		h.applied[refs[i].session][refs[i].req] = k + 1
 		if k > 0 && sorted[k-1].zxid == sorted[k].zxid {
 			h.problemf("two writes with zxid %#x: %s xid=%d and %s xid=%d",
 				sorted[k].zxid, sorted[k-1].session, sorted[k-1].xid, sorted[k].session, sorted[k].xid)
 		}
 	}
 	h.txns = sorted
+	for i := range replies {
+		for j := range replies[i] {
+			replies[i][j].txn = h.applied[i][replies[i][j].idx]
+		}
+	}
+}
+
+// checkWriteOrder checks that the writes of a session that took effect
+// did so in the order they were sent, those lost with a connection
+// included. (Of acknowledged writes alone, matchReplies says it.)
+func (h *history) checkWriteOrder() {
+	for i, s := range h.sessions {
+		prev := -1
+		for j := range s.reqs {
+			k := h.applied[i][j]
+			if k == 0 {
+				continue
+			}
+			if prev >= 0 {
+				pk := h.applied[i][prev]
+				if pk > k && (s.lost[j] || s.lost[prev]) {
+					p, t := h.txns[pk-1], h.txns[k-1]
+					h.problemf("%s: xid=%d took effect at zxid %#x, before xid=%d, sent earlier, at %#x: writes out of session order (lost with a connection: xid=%d %v, xid=%d %v)",
+						s.name, t.xid, t.zxid, p.xid, p.zxid, p.xid, p.lost, t.xid, t.lost)
+					break
+				}
+			}
+			prev = j
+		}
+	}
+}
+
+// writeEffects returns what a write changes when it succeeds, leaving out
+// its marker.
+func writeEffects(req proto.Record, session int64, markers string) []histEffect {
+	switch req := req.(type) {
+	case *proto.CreateRequest:
+		if markers != "" && strings.HasPrefix(req.Path, markers+"/") {
+			return nil
+		}
+		return []histEffect{createEffect(req, session)}
+	case *proto.SetDataRequest:
+		return []histEffect{{op: proto.OpSetData, path: req.Path, data: req.Data}}
+	case *proto.DeleteRequest:
+		return []histEffect{{op: proto.OpDelete, path: req.Path}}
+	case *proto.MultiRequest:
+		var out []histEffect
+		for _, op := range req.Ops {
+			out = append(out, writeEffects(op.Req, session, markers)...)
+		}
+		return out
+	}
+	return nil
 }
 
 func createEffect(req *proto.CreateRequest, session int64) histEffect {
@@ -391,6 +547,35 @@ func createEffect(req *proto.CreateRequest, session int64) histEffect {
 		e.owner = session
 	}
 	return e
+}
+
+// withMarker makes a write a multi that also creates a persistent
+// sequential node under markers named after token: the write took effect
+// if, and when (the marker's czxid), the marker was created.
+func withMarker(op proto.OpCode, req proto.Record, markers, token string) (proto.OpCode, proto.Record) {
+	m := &proto.MultiRequest{Ops: []proto.MultiOp{{Type: proto.OpCreate, Req: &proto.CreateRequest{
+		Path: markers + "/" + token + "-", ACL: zkwire.OpenACL, Flags: proto.ModePersistentSequential,
+	}}}}
+	if inner, ok := req.(*proto.MultiRequest); ok {
+		m.Ops = append(m.Ops, inner.Ops...)
+	} else {
+		m.Ops = append(m.Ops, proto.MultiOp{Type: op, Req: req})
+	}
+	return proto.OpMulti, m
+}
+
+// markerToken returns the token of the marker a write made by withMarker
+// creates.
+func markerToken(req proto.Record, markers string) string {
+	m, ok := req.(*proto.MultiRequest)
+	if !ok || len(m.Ops) == 0 {
+		return ""
+	}
+	c, ok := m.Ops[0].Req.(*proto.CreateRequest)
+	if !ok {
+		return ""
+	}
+	return strings.TrimSuffix(strings.TrimPrefix(c.Path, markers+"/"), "-")
 }
 
 // replay computes every node's timeline from the transactions.
@@ -523,23 +708,30 @@ type histWatch struct {
 	child  bool
 	lo, hi int
 	xid    int32
+	conn   int // the connection it was set on, and ends with
 }
 
-// checkSession checks one session's reads and events.
-func (h *history) checkSession(s *histSession, replies []histReply) {
-	// nextWrite[i] is the number of the first successful write of the
-	// session at or after reply i (len(txns)+1 if none).
-	nextWrite := make([]int, len(replies)+1)
-	nextWrite[len(replies)] = len(h.txns) + 1
-	for i := len(replies) - 1; i >= 0; i-- {
-		nextWrite[i] = nextWrite[i+1]
-		if replies[i].txn > 0 {
-			nextWrite[i] = replies[i].txn
+// checkSession checks the reads and events of session i. A write lost
+// with a connection may or may not be in what a later read shows; one
+// that took effect is, in any case, not in what an earlier read shows.
+// A final session must see every write.
+func (h *history) checkSession(i int, s *histSession, replies []histReply) {
+	// nextWrite[j] is the least number of a write of the session sent
+	// at or after request j that took effect (len(txns)+1 if none).
+	nextWrite := make([]int, len(s.reqs)+1)
+	nextWrite[len(s.reqs)] = len(h.txns) + 1
+	for j := len(s.reqs) - 1; j >= 0; j-- {
+		nextWrite[j] = nextWrite[j+1]
+		if k := h.applied[i][j]; k > 0 {
+			nextWrite[j] = min(nextWrite[j], k)
 		}
 	}
 	var watches []histWatch
 	readsOK := true
 	lo := 0 // the session has seen at least this prefix
+	if s.final {
+		lo = len(h.txns)
+	}
 	for i, r := range replies {
 		if r.txn > 0 {
 			lo = max(lo, r.txn)
@@ -557,7 +749,7 @@ func (h *history) checkSession(s *histSession, replies []histReply) {
 		default:
 			continue
 		}
-		hi := min(nextWrite[i]-1, h.prefixUpTo(r.hdr.Zxid))
+		hi := min(nextWrite[r.idx]-1, h.prefixUpTo(r.hdr.Zxid))
 		first, last := -1, -1
 		for k := lo; k <= hi; {
 			st, end := h.stateAt(path, k)
@@ -578,7 +770,7 @@ func (h *history) checkSession(s *histSession, replies []histReply) {
 		}
 		lo = first
 		if watch {
-			watches = append(watches, histWatch{path: path, child: child, lo: first, hi: last, xid: r.req.Xid})
+			watches = append(watches, histWatch{path: path, child: child, lo: first, hi: last, xid: r.req.Xid, conn: r.conn})
 		}
 	}
 	if readsOK {
@@ -590,11 +782,17 @@ func (h *history) checkSession(s *histSession, replies []histReply) {
 	}
 }
 
-// window returns the zxids of the replies around frame at: the transaction
-// that fired an event there has a zxid in (after, before].
-func window(replies []histReply, at int) (after, before int64) {
+// window returns the zxids of the replies around frame at on its
+// connection: the transaction that fired an event there has a zxid in
+// (after, before]. Replies on other connections say nothing: a client
+// that reconnects presents the zxid of its last reply, not of its last
+// event, and may read from a server that has not applied the change yet.
+func window(replies []histReply, at, conn int) (after, before int64) {
 	after, before = -1, 1<<62
 	for _, r := range replies {
+		if r.conn != conn {
+			continue
+		}
 		if r.at < at {
 			after = max(after, r.hdr.Zxid)
 		} else {
@@ -611,7 +809,7 @@ func (h *history) checkEventPlaces(s *histSession, replies []histReply) {
 		if f.Header.Xid != proto.XidNotification {
 			continue
 		}
-		after, before := window(replies, at)
+		after, before := window(replies, at, s.connOf[at])
 		var cands []histEvent
 		cands = append(cands, h.triggers(f.Event.Path, false, 0, len(h.txns))...)
 		cands = append(cands, h.triggers(f.Event.Path, true, 0, len(h.txns))...)
@@ -666,15 +864,31 @@ type histEvent struct {
 	path     string
 	optional bool  // from a watch set at a prefix not known exactly
 	xid      int32 // of the read that set the watch
+	conn     int   // the connection of the watch
 	matched  bool
 }
 
 // checkEvents simulates ZooKeeper's watch tables for the session's watches
-// and matches the events it received against what they deliver.
+// and matches the events it received against what they deliver. The
+// tables are a connection's: a client that connects again without
+// setWatches, as this one does, has no watch on the new connection until
+// it sets one, and an event due on a connection that ended may have been
+// lost with it, unless a reply on that connection came after the change
+// (the event came before that reply).
 func (h *history) checkEvents(s *histSession, replies []histReply, watches []histWatch) {
 	type key struct {
+		conn  int
 		path  string
 		child bool
+	}
+	type node struct {
+		conn int
+		path string
+	}
+	// last[conn] is the highest zxid of a reply on the connection.
+	last := map[int]int64{}
+	for _, r := range replies {
+		last[r.conn] = max(last[r.conn], r.hdr.Zxid)
 	}
 	var expected []histEvent
 	// pending[key] is the xid of a read whose watch is in the table.
@@ -683,29 +897,32 @@ func (h *history) checkEvents(s *histSession, replies []histReply, watches []his
 	slices.SortStableFunc(watches, func(a, b histWatch) int { return cmp.Compare(a.lo, b.lo) })
 	for k := 0; k <= len(h.txns); k++ {
 		if k > 0 {
-			fired := map[string]bool{} // paths whose data watch fired in this txn
+			fired := map[node]bool{} // nodes whose data watch fired in this txn
 			for _, e := range h.txns[k-1].effects {
-				fire := func(kk key, typ proto.EventType) {
-					if xid, ok := pending[kk]; ok {
+				fire := func(path string, child bool, typ proto.EventType) {
+					for kk, xid := range pending {
+						if kk.path != path || kk.child != child {
+							continue
+						}
 						delete(pending, kk)
-						if !(kk.child && typ == proto.EventNodeDeleted && fired[kk.path]) {
-							expected = append(expected, histEvent{k: k, typ: typ, path: kk.path, xid: xid})
+						if !(kk.child && typ == proto.EventNodeDeleted && fired[node{kk.conn, kk.path}]) {
+							expected = append(expected, histEvent{k: k, typ: typ, path: kk.path, xid: xid, conn: kk.conn})
 						}
 						if !kk.child {
-							fired[kk.path] = true
+							fired[node{kk.conn, kk.path}] = true
 						}
 					}
 				}
 				switch e.op {
 				case proto.OpCreate:
-					fire(key{e.path, false}, proto.EventNodeCreated)
-					fire(key{proto.Parent(e.path), true}, proto.EventNodeChildrenChanged)
+					fire(e.path, false, proto.EventNodeCreated)
+					fire(proto.Parent(e.path), true, proto.EventNodeChildrenChanged)
 				case proto.OpSetData:
-					fire(key{e.path, false}, proto.EventNodeDataChanged)
+					fire(e.path, false, proto.EventNodeDataChanged)
 				case proto.OpDelete:
-					fire(key{e.path, false}, proto.EventNodeDeleted)
-					fire(key{e.path, true}, proto.EventNodeDeleted)
-					fire(key{proto.Parent(e.path), true}, proto.EventNodeChildrenChanged)
+					fire(e.path, false, proto.EventNodeDeleted)
+					fire(e.path, true, proto.EventNodeDeleted)
+					fire(proto.Parent(e.path), true, proto.EventNodeChildrenChanged)
 				}
 			}
 		}
@@ -719,28 +936,35 @@ func (h *history) checkEvents(s *histSession, replies []histReply, watches []his
 					trig = append(trig, after[0])
 				}
 				for _, ev := range trig {
-					ev.optional, ev.xid = true, w.xid
+					ev.optional, ev.xid, ev.conn = true, w.xid, w.conn
 					expected = append(expected, ev)
 				}
 				continue
 			}
-			if _, ok := pending[key{w.path, w.child}]; !ok {
-				pending[key{w.path, w.child}] = w.xid
+			if _, ok := pending[key{w.conn, w.path, w.child}]; !ok {
+				pending[key{w.conn, w.path, w.child}] = w.xid
 			}
 		}
 	}
-	// Match each event received to one expected, fired by a transaction
-	// whose zxid lies between the zxids of the replies around the event.
+	for i := range expected {
+		if e := &expected[i]; h.txns[e.k-1].zxid > last[e.conn] {
+			e.optional = true // due when the connection may have ended
+		}
+	}
+	// Match each event received to one expected on its connection, fired
+	// by a transaction whose zxid lies between the zxids of the replies
+	// around the event.
 	for at, f := range s.frames {
 		if f.Header.Xid != proto.XidNotification {
 			continue
 		}
-		after, before := window(replies, at)
+		conn := s.connOf[at]
+		after, before := window(replies, at, conn)
 		// A watch known to be set explains an event before one that may be.
 		var fits, elsewhere *histEvent
 		for i := range expected {
 			e := &expected[i]
-			if e.matched || e.typ != f.Event.Type || e.path != f.Event.Path {
+			if e.matched || e.conn != conn || e.typ != f.Event.Type || e.path != f.Event.Path {
 				continue
 			}
 			if z := h.txns[e.k-1].zxid; z > after && z <= before {
@@ -769,7 +993,7 @@ func (h *history) checkEvents(s *histSession, replies []histReply, watches []his
 		if !e.matched && !e.optional {
 			t := h.txns[e.k-1]
 			set := slices.IndexFunc(replies, func(r histReply) bool { return r.req.Xid == e.xid })
-			due := slices.IndexFunc(replies, func(r histReply) bool { return r.hdr.Zxid >= t.zxid })
+			due := slices.IndexFunc(replies, func(r histReply) bool { return r.conn == e.conn && r.hdr.Zxid >= t.zxid })
 			if due < 0 {
 				due = len(replies) - 1
 			}
