@@ -135,7 +135,9 @@ func TestPipelinedDifferential(t *testing.T) {
 // waiting until the server receives another request (ZOOKEEPER-4537, fixed
 // in 3.8.1); a client alone on a server then waits forever for a sync's
 // reply. The reads change nothing a session sees, so results do not
-// depend on when they arrive. Collie gets no such help.
+// depend on when they arrive. A member that closes the connection (it
+// lost its leader) is dialled again at the next nudge. Collie gets no
+// such help.
 func nudgeZooKeeper(t *testing.T, addrs []string) (stop func()) {
 	var conns []*zkwire.Conn
 	for _, addr := range addrs {
@@ -156,8 +158,14 @@ func nudgeZooKeeper(t *testing.T, addrs []string) (stop func()) {
 				return
 			case <-tick.C:
 			}
-			for _, c := range conns {
-				c.Do(proto.OpExists, &proto.ExistsRequest{Path: "/"}, nil)
+			for i, c := range conns {
+				if c != nil {
+					if _, err := c.Do(proto.OpExists, &proto.ExistsRequest{Path: "/"}, nil); err == nil {
+						continue
+					}
+					c.Close()
+				}
+				conns[i], _ = zkwire.Dial(addrs[i], 30000)
 			}
 		}
 	})
@@ -165,7 +173,9 @@ func nudgeZooKeeper(t *testing.T, addrs []string) (stop func()) {
 		close(done)
 		wg.Wait()
 		for _, c := range conns {
-			c.Close()
+			if c != nil {
+				c.Close()
+			}
 		}
 	}
 }
