@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -30,7 +31,10 @@ import (
 // Besides:
 //
 //   - no reply carries ConnectionLoss (nor SessionMoved): a request whose
-//     outcome is unknown ends the connection;
+//     outcome is unknown ends the connection; and no connection with
+//     requests outstanding stays silent for zkwire.Timeout: the server
+//     answers or ends the connection (a sync or linearizable read whose
+//     ReadIndex raft dropped once hung until the next leader change);
 //   - a write whose reply never came may have taken effect or not. To know
 //     which, every write is a multi that also creates a sequential marker
 //     named after the write's token (withMarker), and the markers are read
@@ -172,7 +176,8 @@ func runLeaderChangeHistory(t *testing.T, addrs []string, leader int, disrupt fu
 	errs := make([]error, len(sessions))
 	reconnects := make([]int, len(sessions))
 	var endsMu sync.Mutex
-	var ends []string // why connections ended
+	var ends []string  // why connections ended
+	var hangs []string // connections that went silent
 	defer func() {
 		if t.Failed() {
 			for _, e := range ends {
@@ -191,6 +196,11 @@ func runLeaderChangeHistory(t *testing.T, addrs []string, leader int, disrupt fu
 		reconnects[i]++
 		endsMu.Lock()
 		ends = append(ends, fmt.Sprintf("%s on %s: %v", s.name, s.conn.NC.RemoteAddr(), err))
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// A request the server neither answers nor gives up on
+			// (ending the connection) hangs a client for good.
+			hangs = append(hangs, fmt.Sprintf("%s: %s neither answered nor ended the connection within %v: %v", s.name, s.conn.NC.RemoteAddr(), zkwire.Timeout, err))
+		}
 		endsMu.Unlock()
 		if err := resumeHistSession(s, survivors, i); err != nil {
 			return fmt.Errorf("%s: %w", s.name, err)
@@ -295,7 +305,7 @@ func runLeaderChangeHistory(t *testing.T, addrs []string, leader int, disrupt fu
 	}
 	t.Logf("disrupted after %d rounds; reconnects per session %v; %d requests lost with their connection, %d of them writes, %d of which took effect; %d writes took effect in all; %d events",
 		after, reconnects, lostReqs, lostWrites, lostApplied, len(h.txns), events)
-	for _, problem := range problems {
+	for _, problem := range slices.Concat(hangs, problems) {
 		t.Error(problem)
 	}
 }
