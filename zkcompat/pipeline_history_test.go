@@ -831,8 +831,12 @@ func (h *history) checkEventPlaces(s *histSession, replies []histReply) {
 func (h *history) readProblem(s *histSession, replies []histReply, i, lo, hi int, path string) {
 	var b strings.Builder
 	r := replies[i]
-	fmt.Fprintf(&b, "%s: %s\n  shows no state of %s after the first k writes for any k in [lo, hi] = [%d, %d]: the session's writes before it, none after, no earlier than its earlier reads, no later than its zxid\n",
-		s.name, h.describeReply(r), path, lo, hi)
+	why := "the session's writes before it, none after, no earlier than its earlier reads, no later than its zxid"
+	if s.final {
+		why = "a read after the run, which must show every write"
+	}
+	fmt.Fprintf(&b, "%s: %s\n  shows no state of %s after the first k writes for any k in [lo, hi] = [%d, %d]: %s\n",
+		s.name, h.describeReply(r), path, lo, hi, why)
 	b.WriteString("  the node's states around [lo, hi]:\n")
 	tl := h.timelines[path]
 	first := max(0, slices.IndexFunc(tl, func(st histState) bool { return st.from > lo })-4)

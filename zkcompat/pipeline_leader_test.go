@@ -24,7 +24,8 @@ import (
 // each follower. A session whose connection ends resumes on a surviving
 // server (the same session, presenting the zxid of its last reply, with
 // no setWatches) and goes on pipelining. Runs alternate between stopping
-// and isolating the leader, with reads local or linearizable.
+// and isolating the leader, with reads local or linearizable; every other
+// seed also runs on a ZooKeeper 3.8 ensemble whose leader is killed.
 //
 // What the stable runs check still holds for every reply that came, across
 // the reconnect too (request order, zxids, prefixes, never back in time).
@@ -54,6 +55,15 @@ import (
 //     event due after the last reply on a connection that ended may be
 //     missing; no event may come outside the window its write allows among
 //     the replies of its connection.
+//
+// Limits: every write is a multi here (the pipeline treats all writes
+// alike; the plain write opcodes are left to the stable runs). No watch
+// is set again on a new connection, so no event is checked across a
+// reconnect. The surviving servers seldom lag behind what a session has
+// seen, so a server that took a session back while behind the zxid it
+// presents would seldom be caught. A lost write that took effect only
+// after the final read would be missed, but only by also breaking session
+// order: each session's last write, acknowledged, comes after it.
 //
 // COLLIE_PIPELINE_SEEDS sets the number of runs, each on a new ensemble:
 //
