@@ -500,18 +500,20 @@ func TestEnsembleSnapshotOnDemand(t *testing.T) {
 	}
 }
 
-// needsSnapshot checks that the leader's in-memory log no longer reaches
+// needsSnapshot waits until the leader's in-memory log no longer reaches
 // back to the lagging member's last entry, so only a snapshot can catch it
 // up.
 func needsSnapshot(t *testing.T, lead, lagging *member) {
 	t.Helper()
-	first, err := lead.n.mem.FirstIndex()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if last := lagging.st.lastIndex(); first <= last+1 {
-		t.Fatalf("leader's log starts at %d, lagging member has up to %d: no snapshot needed", first, last)
-	}
+	// The leader trims its log once it has applied the entries, after
+	// Apply returns: wait for it.
+	waitFor(t, "the leader's log trimmed past the lagging member's last entry", func() bool {
+		first, err := lead.n.mem.FirstIndex()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return first > lagging.st.lastIndex()+1
+	})
 }
 
 // The leader sends a new entry to the followers before it writes it
