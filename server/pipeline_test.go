@@ -69,56 +69,54 @@ func TestPipelinedRequestsKeepSessionOrder(t *testing.T) {
 	})
 }
 
-// pipelinedRound writes one batch of requests at once and returns what
-// came back, a line a frame.
+// pipelinedRound pipelines one batch of requests on c: exists and getData
+// that set watches, writes that fire them, a write with a wrong version,
+// sync, delete. It returns what came back, a line a frame.
 func pipelinedRound(t *testing.T, c *zkwire.Conn, path string) string {
 	t.Helper()
-	reqs := []struct {
-		op  proto.OpCode
-		req proto.Record
-	}{
-		{proto.OpExists, &proto.ExistsRequest{Path: path, Watch: true}},
-		{proto.OpCreate, &proto.CreateRequest{Path: path, Data: []byte("x"), ACL: zkwire.OpenACL}},
-		{proto.OpGetData, &proto.GetDataRequest{Path: path, Watch: true}},
-		{proto.OpSetData, &proto.SetDataRequest{Path: path, Data: []byte("y"), Version: -1}},
-		{proto.OpSetData, &proto.SetDataRequest{Path: path, Data: []byte("z"), Version: 0}},
-		{proto.OpExists, &proto.ExistsRequest{Path: path}},
-		{proto.OpSync, &proto.SyncRequest{Path: path}},
-		{proto.OpGetData, &proto.GetDataRequest{Path: path}},
-		{proto.OpDelete, &proto.DeleteRequest{Path: path, Version: -1}},
-		{proto.OpExists, &proto.ExistsRequest{Path: path}},
+	return describeFrames(t, c, []zkwire.Request{
+		{Op: proto.OpExists, Req: &proto.ExistsRequest{Path: path, Watch: true}},
+		{Op: proto.OpCreate, Req: &proto.CreateRequest{Path: path, Data: []byte("x"), ACL: zkwire.OpenACL}},
+		{Op: proto.OpGetData, Req: &proto.GetDataRequest{Path: path, Watch: true}},
+		{Op: proto.OpSetData, Req: &proto.SetDataRequest{Path: path, Data: []byte("y"), Version: -1}},
+		{Op: proto.OpSetData, Req: &proto.SetDataRequest{Path: path, Data: []byte("z"), Version: 0}},
+		{Op: proto.OpExists, Req: &proto.ExistsRequest{Path: path}},
+		{Op: proto.OpSync, Req: &proto.SyncRequest{Path: path}},
+		{Op: proto.OpGetData, Req: &proto.GetDataRequest{Path: path}},
+		{Op: proto.OpDelete, Req: &proto.DeleteRequest{Path: path, Version: -1}},
+		{Op: proto.OpExists, Req: &proto.ExistsRequest{Path: path}},
+	})
+}
+
+// describeFrames pipelines reqs, numbered from 1, and describes every
+// frame that comes back in arrival order. An auth packet is answered at
+// once, ahead of the replies still due, by ZooKeeper as by Collie: its
+// reply is described last, apart from the order.
+func describeFrames(t *testing.T, c *zkwire.Conn, reqs []zkwire.Request) string {
+	t.Helper()
+	for i := range reqs {
+		reqs[i].Xid = int32(i + 1)
 	}
-	var batch []byte
-	for i, r := range reqs {
-		e := proto.NewEncoder(nil)
-		(&proto.RequestHeader{Xid: int32(i + 1), Type: r.op}).Encode(e)
-		r.req.Encode(e)
-		frame := e.Bytes()
-		batch = append(batch, byte(len(frame)>>24), byte(len(frame)>>16), byte(len(frame)>>8), byte(len(frame)))
-		batch = append(batch, frame...)
+	frames, err := c.Pipeline(reqs...)
+	if err != nil {
+		t.Fatalf("after %d frames: %v", len(frames), err)
 	}
-	if _, err := c.NC.Write(batch); err != nil {
-		t.Fatal(err)
-	}
-	var lines []string
-	for replies := 0; replies < len(reqs); {
-		b, err := c.ReadFrame()
-		if err != nil {
-			t.Fatalf("after %d replies: %v", replies, err)
-		}
-		d := proto.NewDecoder(b)
-		var h proto.ReplyHeader
-		h.Decode(d)
+	var lines, auth []string
+	for _, f := range frames {
+		h := f.Header
 		if h.Xid == proto.XidNotification {
-			var ev proto.WatcherEvent
-			ev.Decode(d)
-			lines = append(lines, fmt.Sprintf("event %d %s", ev.Type, ev.Path))
+			lines = append(lines, fmt.Sprintf("event %d %s", f.Event.Type, f.Event.Path))
 			continue
 		}
-		replies++
+		op := reqs[h.Xid-1].Op
 		line := fmt.Sprintf("%d %v", h.Xid, h.Err)
+		if op == proto.OpAuth {
+			auth = append(auth, line)
+			continue
+		}
 		if h.Err == proto.OK {
-			switch reqs[h.Xid-1].op {
+			d := proto.NewDecoder(f.Body)
+			switch op {
 			case proto.OpGetData:
 				var r proto.GetDataResponse
 				r.Decode(d)
@@ -127,11 +125,19 @@ func pipelinedRound(t *testing.T, c *zkwire.Conn, path string) string {
 				var r proto.ExistsResponse
 				r.Decode(d)
 				line += fmt.Sprintf(" version=%d", r.Stat.Version)
+			case proto.OpGetACL:
+				var r proto.GetACLResponse
+				r.Decode(d)
+				line += fmt.Sprintf(" acl=%v", r.ACL)
+			case proto.OpWhoAmI:
+				var r proto.WhoAmIResponse
+				r.Decode(d)
+				line += fmt.Sprintf(" ids=%v", r.ClientInfo)
 			}
 		}
 		lines = append(lines, line)
 	}
-	return strings.Join(lines, "\n")
+	return strings.Join(append(lines, auth...), "\n")
 }
 
 // expectedRound is what ZooKeeper 3.8 answers to pipelinedRound.
@@ -150,4 +156,43 @@ func expectedRound(path string) string {
 		fmt.Sprintf("9 %v", proto.OK),
 		fmt.Sprintf("10 %v", proto.ErrNoNode),
 	}, "\n")
+}
+
+// TestPipelinedAuthTakesItsPlace pipelines an auth packet between
+// requests, as a client that adds credentials without waiting does: the
+// identity counts for the requests sent after it and not for those sent
+// before, whether these are answered before the auth or after. Checked
+// against ZooKeeper 3.8 first.
+func TestPipelinedAuthTakesItsPlace(t *testing.T) {
+	authACL := []proto.ACL{{Perms: proto.PermAll, ID: proto.ID{Scheme: "auth"}}}
+	round := func(t *testing.T, addr string) {
+		c, err := zkwire.Dial(addr, 10000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		got := describeFrames(t, c, []zkwire.Request{
+			{Op: proto.OpCreate, Req: &proto.CreateRequest{Path: "/authed", ACL: authACL}},
+			{Op: proto.OpWhoAmI},
+			{Op: proto.OpAuth, Req: &proto.AuthPacket{Scheme: "digest", Auth: []byte("user:secret")}},
+			{Op: proto.OpCreate, Req: &proto.CreateRequest{Path: "/authed", ACL: authACL}},
+			{Op: proto.OpGetACL, Req: &proto.GetACLRequest{Path: "/authed"}},
+			{Op: proto.OpWhoAmI},
+			{Op: proto.OpDelete, Req: &proto.DeleteRequest{Path: "/authed", Version: -1}},
+		})
+		want := strings.Join([]string{
+			fmt.Sprintf("1 %v", proto.ErrInvalidACL),
+			fmt.Sprintf("2 %v ids=[{ip 127.0.0.1}]", proto.OK),
+			fmt.Sprintf("4 %v", proto.OK),
+			fmt.Sprintf("5 %v acl=[{31 {digest user:5w9W4eL3797Y4Wq8AcKUPPk8ha4=}}]", proto.OK),
+			fmt.Sprintf("6 %v ids=[{ip 127.0.0.1} {digest user}]", proto.OK),
+			fmt.Sprintf("7 %v", proto.OK),
+			fmt.Sprintf("3 %v", proto.OK),
+		}, "\n")
+		if got != want {
+			t.Fatalf("got:\n%s\nwant (ZooKeeper's, the auth reply last):\n%s", got, want)
+		}
+	}
+	t.Run("zookeeper", func(t *testing.T) { round(t, zkref.Start(t).Addr()) })
+	t.Run("collie", func(t *testing.T) { round(t, collietest.Start(t).Addr()) })
 }

@@ -381,8 +381,14 @@ func (g *pipeGen) create() (proto.OpCode, proto.Record) {
 	return proto.OpCreate, &req
 }
 
-// read draws a read that may set a watch.
+// read draws a read, which may set a watch.
 func (g *pipeGen) read() pipeReq {
+	switch g.rng.IntN(11) {
+	case 9:
+		return pipeReq{op: proto.OpGetEphemerals, req: &proto.GetEphemeralsRequest{PrefixPath: g.path()}}
+	case 10:
+		return pipeReq{op: proto.OpGetAllChildrenNumber, req: &proto.GetAllChildrenNumberRequest{Path: g.path()}}
+	}
 	switch g.rng.IntN(4) {
 	case 0:
 		return pipeReq{op: proto.OpGetData, req: &proto.GetDataRequest{Path: g.path(), Watch: g.watch()}}
@@ -426,14 +432,27 @@ func (g *pipeGen) request() pipeReq {
 	case k < 37:
 		typ := proto.WatcherType(1 + r.IntN(3))
 		return pipeReq{op: proto.OpCheckWatches, req: &proto.CheckWatchesRequest{Path: g.path(), Type: typ}}
-	case k < 39:
+	case k < 38:
 		return pipeReq{op: proto.OpPing, xid: proto.XidPing}
+	case k < 39:
+		return pipeReq{op: proto.OpWhoAmI}
 	}
 	if r.IntN(3) > 0 {
-		// Now and then a setWatches, as a client sends after reconnecting.
+		// Now and then a setWatches, as a client sends after reconnecting;
+		// setWatches2 re-arms persistent watches too.
 		var rel int64 = pipeLastSeen
 		if r.IntN(3) == 0 {
 			rel = 0 // every node looks changed
+		}
+		if r.IntN(2) == 0 {
+			return pipeReq{op: proto.OpSetWatches2, xid: proto.XidSetWatches, req: &proto.SetWatches2{
+				RelativeZxid:               rel,
+				DataWatches:                []string{g.path()},
+				ExistWatches:               []string{g.path()},
+				ChildWatches:               []string{g.path()},
+				PersistentWatches:          []string{g.path()},
+				PersistentRecursiveWatches: []string{g.path()},
+			}}
 		}
 		return pipeReq{op: proto.OpSetWatches, xid: proto.XidSetWatches, req: &proto.SetWatches{
 			RelativeZxid: rel,
