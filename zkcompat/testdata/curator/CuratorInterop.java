@@ -168,6 +168,13 @@ public class CuratorInterop {
         return c;
     }
 
+    /** Brings c's server up to date with every write committed before now. */
+    static void syncPath(CuratorFramework c, String path) throws Exception {
+        CountDownLatch synced = new CountDownLatch(1);
+        c.sync().inBackground((client, e) -> synced.countDown()).forPath(path);
+        check(synced.await(WAIT_SECONDS, TimeUnit.SECONDS), "sync of %s did not return", path);
+    }
+
     static void check(boolean ok, String format, Object... args) {
         if (!ok) {
             throw new AssertionError(String.format(format, args));
@@ -310,11 +317,14 @@ public class CuratorInterop {
             check(!b.acquire(200, TimeUnit.MILLISECONDS), "b acquired the lock that a holds");
             a.release();
             check(a.isAcquiredInThisProcess(), "a lost the lock after releasing one of two holds");
+            // b withdrew through its own server; a reads through another.
+            syncPath(clients.get(0), path);
             checkEqual(1, a.getParticipantNodes().size(), "participants after b gave up");
             a.release();
             check(!a.isAcquiredInThisProcess(), "a still holds the lock after releasing both holds");
             check(b.acquire(WAIT_SECONDS, TimeUnit.SECONDS), "b cannot acquire the released lock");
             b.release();
+            syncPath(clients.get(0), path);
             checkEqual(List.of(), childrenOf(clients.get(0), path), "lock nodes left behind");
         } finally {
             pool.shutdownNow();
@@ -650,6 +660,10 @@ public class CuratorInterop {
             }
             joinAll(workers);
             long n = threads * increments;
+            // The last increment may have gone through the other client's
+            // server; a read is only as fresh as its own server, so catch it
+            // up first, as a ZooKeeper user must.
+            syncPath(clients.get(0), path);
             AtomicValue<Long> end = new DistributedAtomicLong(clients.get(0), path, new RetryUntilElapsed(1000, 10)).get();
             check(end.succeeded(), "get failed");
             checkEqual(n, (long) end.postValue(), "final value");
@@ -739,6 +753,7 @@ public class CuratorInterop {
                 check(node.waitForInitialCreate(WAIT_SECONDS, TimeUnit.SECONDS), "node not created");
                 checkEqual(path, node.getActualPath(), "actual path");
                 Stat st = new Stat();
+                syncPath(other, path);
                 checkEqual("v1", str(other.getData().storingStatIn(st).forPath(path)), "data seen by another session");
                 checkEqual(session, st.getEphemeralOwner(), "ephemeral owner");
 
@@ -757,6 +772,7 @@ public class CuratorInterop {
                     }
                 });
             }
+            syncPath(other, "/curator/pn");
             check(!exists(other, path), "node still exists after close");
         }
     }
