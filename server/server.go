@@ -142,7 +142,8 @@ func New(cfg config.Config, logger *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	s.legacySecret = legacy
-	disk, err := storage.OpenDisk(filepath.Join(cfg.DataLogDir, "wal"), filepath.Join(cfg.DataDir, "snap"), cfg.AutopurgeSnapRetainCount, cfg.PreAllocSize, logger)
+	who := storage.Identity{Server: s.id, Replicated: !cfg.Standalone}
+	disk, err := storage.OpenDisk(filepath.Join(cfg.DataLogDir, "wal"), filepath.Join(cfg.DataDir, "snap"), who, cfg.AutopurgeSnapRetainCount, cfg.PreAllocSize, logger)
 	if err != nil {
 		return nil, fmt.Errorf("server: open storage: %w", err)
 	}

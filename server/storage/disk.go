@@ -20,28 +20,36 @@ type Disk struct {
 	wal     *WAL
 	retain  int
 	pending *Snapshot
+	id      Identity
 }
 
+// Identity returns who wrote the directory, as OpenDisk checked it.
+func (d *Disk) Identity() Identity { return d.id }
+
 // OpenDisk opens (creating on first use) the WAL in walDir and the
-// snapshots in snapDir. retain is how many snapshots Compact keeps
-// (autopurge.snapRetainCount); segmentBytes is the size of a WAL segment
-// (preAllocSize), 0 for the default of 64 MiB.
-func OpenDisk(walDir, snapDir string, retain int, segmentBytes int64, lg *slog.Logger) (*Disk, error) {
+// snapshots in snapDir, the state of the server who (its Server and
+// Replicated) names. It refuses, with an error matching ErrIdentity, a log
+// and snapshots that are not one server's (a moved or emptied log
+// directory among them), or another server's or mode's data. retain is how
+// many snapshots Compact keeps (autopurge.snapRetainCount); segmentBytes is
+// the size of a WAL segment (preAllocSize), 0 for the default of 64 MiB.
+func OpenDisk(walDir, snapDir string, who Identity, retain int, segmentBytes int64, lg *slog.Logger) (*Disk, error) {
 	lg = logger(lg)
+	id, err := checkIdentity(walDir, snapDir, who, func(metadata []byte) error {
+		w, err := Create(lg, walDir, metadata)
+		if err != nil {
+			return err
+		}
+		return w.Close()
+	})
+	if err != nil {
+		return nil, err
+	}
 	snaps, err := NewSnapshotter(lg, snapDir)
 	if err != nil {
 		return nil, err
 	}
-	d := &Disk{lg: lg, walDir: walDir, snaps: snaps, retain: max(retain, 1)}
-	if !Exist(walDir) {
-		w, err := Create(lg, walDir, nil)
-		if err != nil {
-			return nil, err
-		}
-		if err := w.Close(); err != nil {
-			return nil, err
-		}
-	}
+	d := &Disk{lg: lg, walDir: walDir, snaps: snaps, retain: max(retain, 1), id: id}
 	// The newest snapshot the WAL knows of: a snapshot file whose WAL
 	// marker never reached the disk cannot be replayed from.
 	marks, err := ValidSnapshotEntries(walDir)

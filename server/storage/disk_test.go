@@ -14,7 +14,7 @@ import (
 // metadata, for sending it to another member; another term cannot.
 func TestDiskOpenSnapshot(t *testing.T) {
 	dir := t.TempDir()
-	d, err := storage.OpenDisk(filepath.Join(dir, "wal"), filepath.Join(dir, "snap"), 3, 0, nil)
+	d, err := storage.OpenDisk(filepath.Join(dir, "wal"), filepath.Join(dir, "snap"), storage.Identity{Server: 1}, 3, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,6 +48,31 @@ write or fsync the WAL refuses further appends and returns the first error
 again: after a failed fsync the kernel may have dropped the unwritten pages,
 so the only safe course is to stop and recover from the files on restart.
 
+# Identity
+
+A data directory records who wrote it (Identity): the server id, whether
+it is a standalone server or a member of an ensemble, and a random token
+made when the directory was created. The WAL keeps it as its metadata, at
+the head of every segment; the snapshot directory keeps it, with the WAL's
+last known location, in a file named identity (JSON, written aside,
+synced and renamed into place). OpenDisk creates both on first use, the
+log first, and then refuses, with an error matching ErrIdentity that says
+what it found and what to do:
+
+  - a missing WAL beside snapshots or an identity file: the log was moved
+    (dataLogDir changed without moving it) or lost, and starting empty
+    would serve an empty tree;
+  - a WAL and an identity file with different tokens: the halves of two
+    data directories;
+  - a used WAL without an identity file: the snapshot directory is not
+    the one written with this log;
+  - another server id or the other mode than the configuration's.
+
+A WAL without metadata and no identity file was written before identities
+were recorded: it is accepted once, and its identity file then holds it to
+the configuration's id and mode. An unused WAL without an identity file is
+what a crash during the first start leaves: the file is written then.
+
 # WAL directory
 
 The WAL is a sequence of segment files named
