@@ -15,7 +15,6 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 
 	"github.com/collie-io/collie/proto"
-	"github.com/collie-io/collie/server/config"
 	"github.com/collie-io/collie/server/conn"
 	"github.com/collie-io/collie/server/fsm"
 	"github.com/collie-io/collie/server/peer"
@@ -61,11 +60,13 @@ func (s *Server) newTransport() (*peer.Transport, error) {
 		return nil, fmt.Errorf("server: no server.%d line for this server's id", s.id)
 	}
 	t, err := peer.New(peer.Config{
-		ID:        s.id,
-		ClusterID: clusterID(s.cfg.Servers),
-		Listen:    listen,
-		Peers:     peers,
-		Raft:      func(m raftpb.Message) { s.node.Step(m) },
+		ID:       s.id,
+		Describe: s.describe,
+		Admit:    s.admitPeer,
+		Refused:  s.refusedByPeer,
+		Listen:   listen,
+		Peers:    peers,
+		Raft:     func(m raftpb.Message) { s.node.Step(m) },
 		// Snapshots go to disk as they arrive, not through memory.
 		StoreSnapshot: func(m raftpb.Message, data io.Reader) error { return s.node.ReceiveSnapshot(m, data) },
 		App: func(from uint64, data []byte) {
@@ -87,16 +88,135 @@ func (s *Server) newTransport() (*peer.Transport, error) {
 // The peer transport streams snapshots from the file to the socket.
 var _ replication.SnapshotStreamer = (*peer.Transport)(nil)
 
-// clusterID names the ensemble to the peer transport, which refuses
-// connections between servers whose names differ. ZooKeeper has no such
-// name; the members and their peer addresses, the same in every server's
-// configuration, make one.
-func clusterID(servers []config.Server) uint64 {
-	var b strings.Builder
-	for _, m := range servers {
-		fmt.Fprintf(&b, "%d=%s:%d:%t;", m.ID, m.Host, m.PeerPort, m.Observer)
+// Why a server refuses a peer in the handshake (peer.Refusal.Code).
+const (
+	refuseOtherEnsemble uint8 = 1 // the peer's data is another ensemble's
+	refuseSetting       uint8 = 2 // a setting that changes how entries apply differs
+	refuseLostLog       uint8 = 3 // the peer held the log and comes back without it
+)
+
+// describe is what this server tells its peers about itself in every
+// handshake, as "key=value" lines: the ensemble its data belongs to (0
+// before it has received any), whether it holds any of the log, and the
+// settings that change how entries apply, which every server of an
+// ensemble must share. An ensemble is named by what its first leader chose,
+// not by how each server's zoo.cfg spells the addresses, so servers that
+// list themselves as 0.0.0.0 or by another name form one ensemble.
+func (s *Server) describe() []byte {
+	b := fmt.Appendf(nil, "ensemble=%016x\nlog=%t\n", s.ensembleID.Load(), s.node != nil && s.node.HasLog())
+	for _, kv := range s.applySettings() {
+		b = fmt.Appendf(b, "%s=%s\n", kv[0], kv[1])
 	}
-	return peer.HashClusterID(b.String())
+	return b
+}
+
+// applySettings are the zoo.cfg settings that change how entries apply.
+func (s *Server) applySettings() [][2]string {
+	return [][2]string{{"extendedTypesEnabled", strconv.FormatBool(s.cfg.ExtendedTypesEnabled)}}
+}
+
+// parseDescription reads what describe wrote; lines it does not know are
+// kept, for the settings a newer server may add.
+func parseDescription(desc []byte) map[string]string {
+	d := make(map[string]string)
+	for line := range strings.SplitSeq(string(desc), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok {
+			d[k] = v
+		}
+	}
+	return d
+}
+
+// admitPeer judges a peer's description in a handshake, whichever side
+// dialled. It refuses a server of another ensemble, one whose settings
+// that change how entries apply differ from this server's, and a voter
+// this ensemble knows to have held the log that comes back without it: its
+// data directory was lost or replaced, and taking it for a new member
+// could let it vote twice in a term, or help elect a leader that lacks an
+// acknowledged write. Nothing passes between the two before this returns.
+func (s *Server) admitPeer(from uint64, desc []byte) *peer.Refusal {
+	d := parseDescription(desc)
+	mine := s.ensembleID.Load()
+	theirs, err := strconv.ParseUint(d["ensemble"], 16, 64)
+	if err != nil {
+		return &peer.Refusal{Code: refuseOtherEnsemble, Reason: fmt.Sprintf("server %d did not say which ensemble it belongs to (%q): it runs a Collie this server cannot work with", from, desc)}
+	}
+	if mine != 0 && theirs != 0 && mine != theirs {
+		return &peer.Refusal{Code: refuseOtherEnsemble, Reason: fmt.Sprintf(
+			"server %d holds the data of another ensemble (%016x) than server %d (%016x): either a server.%d line names a server of another ensemble, or that server's data directory is another ensemble's",
+			from, theirs, s.id, mine, from)}
+	}
+	for _, kv := range s.applySettings() {
+		if v, ok := d[kv[0]]; !ok || v != kv[1] {
+			if !ok {
+				v = "not known"
+			}
+			return &peer.Refusal{Code: refuseSetting, Reason: fmt.Sprintf(
+				"%s is %s on server %d and %s on server %d: every server of an ensemble must set it alike, since it changes how the log applies",
+				kv[0], v, from, kv[1], s.id)}
+		}
+	}
+	if mine != 0 && d["log"] == "false" && s.memberHeldLog(from) {
+		return &peer.Refusal{Code: refuseLostLog, Reason: fmt.Sprintf(
+			"server %d has held this ensemble's log (server %d has it on record), but comes back without any of it: its data directory was lost, emptied or replaced. It must not rejoin as a new member, which could lose acknowledged writes; see \"A member that lost its data\" in Collie's README",
+			from, s.id)}
+	}
+	return nil
+}
+
+// memberHeldLog reports whether the ensemble has recorded that voter id
+// held the log.
+func (s *Server) memberHeldLog(id uint64) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.fsm.HeldLog(id)
+}
+
+// refusedByPeer hears why a peer refused this server. A server that lost
+// its data and learns so from a peer stops: it must not take part in the
+// ensemble at all.
+func (s *Server) refusedByPeer(from uint64, r *peer.Refusal) {
+	if r.Code == refuseLostLog && s.ensembleID.Load() == 0 {
+		s.stopFatally(fmt.Errorf("server: this server's data is lost: %s", r.Reason))
+	}
+}
+
+// stopFatally makes Run return err.
+func (s *Server) stopFatally(err error) {
+	s.fatalOnce.Do(func() {
+		s.log.Error("stopping", "err", err)
+		s.fatalErr = err
+		close(s.fatalc)
+	})
+}
+
+// recordMembersWithLog has the leader record, once each, the voters that
+// have held the log: itself, and every voter known to hold an entry past
+// the initial state. A proposal not applied within a few seconds is made
+// again. Called from expireSessions while leading.
+func (s *Server) recordMembersWithLog(now time.Time) {
+	if s.peers == nil || s.ensembleID.Load() == 0 {
+		return
+	}
+	holders := []uint64{s.id}
+	for _, m := range s.node.Members() {
+		if !m.Learner && m.Match > 1 {
+			holders = append(holders, m.ID)
+		}
+	}
+	if s.observer() {
+		holders = holders[1:]
+	}
+	for _, id := range holders {
+		if s.memberHeldLog(id) || now.Sub(s.heldLogProposed[id]) < 5*time.Second {
+			continue
+		}
+		if s.heldLogProposed == nil {
+			s.heldLogProposed = make(map[uint64]time.Time)
+		}
+		s.heldLogProposed[id] = now
+		s.propose(fsm.MemberLogEntry(id), nil)
+	}
 }
 
 // membership returns the voters and learners (observers) of the

@@ -293,9 +293,15 @@ func (s *Server) mntr() string {
 			sent += p.SnapshotsSent
 			received += p.SnapshotsReceived
 		}
+		s.mu.RLock()
+		held := len(s.fsm.MembersWithLog())
+		s.mu.RUnlock()
 		lines = append(lines,
 			[2]string{"collie_snapshots_sent", fmt.Sprint(sent)},
-			[2]string{"collie_snapshots_received", fmt.Sprint(received)})
+			[2]string{"collie_snapshots_received", fmt.Sprint(received)},
+			// The voters on record as having held the log: those that
+			// must never come back without it.
+			[2]string{"collie_members_with_log", fmt.Sprint(held)})
 	}
 	var b strings.Builder
 	for _, l := range lines {

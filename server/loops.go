@@ -61,6 +61,7 @@ func (s *Server) expireSessions(ctx context.Context) {
 				s.reportTouches(leader)
 				continue
 			}
+			s.recordMembersWithLog(now)
 			s.smu.Lock()
 			expired := s.tracker.Expired(now)
 			s.smu.Unlock()

@@ -76,6 +76,16 @@ type Server struct {
 	// a standalone server. transport is the same, as itself.
 	peers     appSender
 	transport *peer.Transport
+	// ensembleID is the fsm's EnsembleID once known, for the peer
+	// handshakes; heldLogProposed is when the leader last proposed that a
+	// member has held the log, by member (owned by expireSessions).
+	ensembleID      atomic.Uint64
+	heldLogProposed map[uint64]time.Time
+	// fatalc is closed, fatalErr set first, when the server must stop
+	// for a reason of its own (see stopFatally).
+	fatalOnce sync.Once
+	fatalc    chan struct{}
+	fatalErr  error
 	// refusing is set while this server of an ensemble has known no leader
 	// for too long to serve clients (checkLeaderless); leaderlessSince is
 	// when it lost the last one, owned by expireSessions.
@@ -125,6 +135,7 @@ func New(cfg config.Config, logger *slog.Logger) (*Server, error) {
 		perIP:     make(map[string]int),
 		waiters:   make(map[uint64]waiter),
 		lnReady:   make(chan struct{}),
+		fatalc:    make(chan struct{}),
 		closing:   make(chan struct{}),
 		secretSet: make(chan struct{}),
 	}
@@ -181,6 +192,15 @@ func New(cfg config.Config, logger *slog.Logger) (*Server, error) {
 	}
 	s.node = node
 	if transport != nil {
+		// Peers judge this server by the ensemble its data belongs to,
+		// which its own log may say: replay it before the first
+		// handshake.
+		select {
+		case <-node.Replayed():
+		case <-node.Done():
+			transport.Close()
+			return nil, fmt.Errorf("server: replay the log: %w", node.Err())
+		}
 		s.transport = transport
 		transport.Start()
 	}
@@ -292,6 +312,7 @@ func (s *Server) Run(ctx context.Context) error {
 		case <-ctx.Done():
 		case <-s.closing:
 		case <-s.node.Done():
+		case <-s.fatalc:
 		}
 		ln.Close()
 	}()
@@ -332,6 +353,11 @@ func (s *Server) Run(ctx context.Context) error {
 			}
 			if nerr := s.node.Err(); nerr != nil {
 				return fmt.Errorf("server: raft stopped: %w", nerr)
+			}
+			select {
+			case <-s.fatalc:
+				return s.fatalErr
+			default:
 			}
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
@@ -535,6 +561,9 @@ func (sm *stateMachine) Apply(ents []raftpb.Entry) {
 		}
 	}
 	secretSet := s.fsm.Secret() != nil
+	if secretSet && s.ensembleID.Load() == 0 {
+		s.ensembleID.Store(s.fsm.EnsembleID())
+	}
 	s.mu.Unlock()
 	if secretSet {
 		s.secretOnce.Do(func() { close(s.secretSet) })
@@ -601,6 +630,7 @@ func (sm *stateMachine) Restore(r io.Reader) error {
 	}
 	s.mu.Lock()
 	s.fsm = f
+	s.ensembleID.Store(f.EnsembleID())
 	s.mu.Unlock()
 	if f.Secret() != nil {
 		s.secretOnce.Do(func() { close(s.secretSet) })

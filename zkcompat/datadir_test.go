@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -194,4 +195,273 @@ func TestDataDirectoryMistakes(t *testing.T) {
 		}
 		p.stop(t)
 	})
+}
+
+// appendConfig adds lines to the zoo.cfg in dir.
+func appendConfig(t *testing.T, dir string, lines ...string) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(dir, "zoo.cfg"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(strings.Join(lines, "\n") + "\n"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestEditedServerLines: adding an observer's line to every zoo.cfg and
+// restarting the servers one at a time adds the observer, which catches up
+// and serves; adding a participant's line instead is refused by each server
+// that has data, naming both memberships, and the ensemble keeps serving
+// from the others.
+func TestEditedServerLines(t *testing.T) {
+	e := startProcessEnsemble(t, 3, 100*time.Millisecond)
+	writeNode(t, e.addrs[0], "/before", "1")
+
+	// A participant added to one server's configuration.
+	participant := fmt.Sprintf("server.4=127.0.0.1:%d:%d", freeLocalPort(t), freeLocalPort(t))
+	e.procs[2].stop(t)
+	cfg3, err := os.ReadFile(filepath.Join(e.dirs[2], "zoo.cfg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendConfig(t, e.dirs[2], participant)
+	code, out := runCollie(t, e.dirs[2], "server", "-c", "zoo.cfg")
+	if code == 0 {
+		t.Fatalf("server 3 started with a participant added to its configuration; its output:\n%s", out)
+	}
+	wantAll(t, out, "lists voters 1 2 3 4", "records voters 1 2 3", "restore the server lines")
+	writeNode(t, e.addrs[0], "/meanwhile", "2")
+	if err := os.WriteFile(filepath.Join(e.dirs[2], "zoo.cfg"), cfg3, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.restart(t, 2)
+
+	// An observer added everywhere, servers restarted one at a time.
+	obsDir := filepath.Join(t.TempDir(), "s4")
+	if err := os.MkdirAll(filepath.Join(obsDir, "data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(obsDir, "data", "myid"), []byte("4"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	observer := fmt.Sprintf("server.4=127.0.0.1:%d:%d:observer", freeLocalPort(t), freeLocalPort(t))
+	for i := range 3 {
+		e.procs[i].stop(t)
+		appendConfig(t, e.dirs[i], observer)
+		e.restart(t, i)
+	}
+	base, err := os.ReadFile(filepath.Join(e.dirs[0], "zoo.cfg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	obsPort := freeLocalPort(t)
+	obsCfg := strings.Replace(string(base), "clientPort="+strings.Split(e.addrs[0], ":")[1], fmt.Sprintf("clientPort=%d", obsPort), 1)
+	if err := os.WriteFile(filepath.Join(obsDir, "zoo.cfg"), []byte(obsCfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	obsAddr := fmt.Sprintf("127.0.0.1:%d", obsPort)
+	obs := startCollie(t, obsDir, t.Output(), "server", "-c", "zoo.cfg", "-log-level", "warn")
+	obs.waitServing(t, obsAddr, "srvr", "Zookeeper version: ")
+	eventually(t, "the observer to say it is one", func() bool {
+		out, err := fourLetterWord(obsAddr, "srvr")
+		return err == nil && strings.Contains(out, "Mode: observer")
+	})
+	writeNode(t, e.addrs[1], "/after", "3")
+	s := connectSession(t, obsAddr, 4*time.Second)
+	defer s.Close()
+	if _, err := s.Sync("/after"); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{"/before": "1", "/meanwhile": "2", "/after": "3"} {
+		if got, _, err := s.Get(path); err != nil || string(got) != want {
+			t.Errorf("%s on the observer: %q, %v; want %q", path, got, err, want)
+		}
+	}
+}
+
+// TestWipedVoterIsRefused: a voter whose data directory is emptied (a
+// replaced disk) and that restarts under the same id, while another voter
+// is stopped, would otherwise be taken for a new member: with the one
+// remaining voter it would make a majority that lacks every write it had
+// acknowledged. It must stop, saying its data is lost, whichever voter is
+// left; and every acknowledged write must be there once the stopped voter
+// is back.
+func TestWipedVoterIsRefused(t *testing.T) {
+	for _, stopLeader := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stopped the leader %t", stopLeader), func(t *testing.T) {
+			e := startProcessEnsemble(t, 3, 100*time.Millisecond)
+			lead := awaitLeader(t, e.addrs, -1)
+			acked := map[string]string{}
+			for i := range 20 {
+				path := fmt.Sprintf("/acked-%d", i)
+				writeNode(t, e.addrs[i%3], path, strconv.Itoa(i))
+				acked[path] = strconv.Itoa(i)
+			}
+			eventually(t, "every voter on record as holding the log", func() bool {
+				return mntrValue(t, e.addrs[lead], "collie_members_with_log") == 3
+			})
+
+			// The wiped voter is one that is not the leader; the stopped
+			// one is the leader or the third voter.
+			wiped := (lead + 1) % 3
+			stopped := (lead + 2) % 3
+			if stopLeader {
+				stopped = lead
+			}
+			e.procs[stopped].stop(t)
+			e.procs[wiped].stop(t)
+			data := filepath.Join(e.dirs[wiped], "data")
+			myid, err := os.ReadFile(filepath.Join(data, "myid"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.RemoveAll(data); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(data, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(data, "myid"), myid, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			code, out := runCollie(t, e.dirs[wiped], "server", "-c", "zoo.cfg", "-log-level", "warn")
+			if code == 0 {
+				t.Fatalf("the wiped voter ran and exited 0; its output:\n%s", out)
+			}
+			wantAll(t, out, "has held this ensemble's log", "data directory was lost", "A member that lost its data")
+
+			// Nothing was lost: back with the stopped voter, every
+			// acknowledged write is there.
+			e.restart(t, stopped)
+			remaining := 3 - wiped - stopped
+			s := connectSession(t, e.addrs[remaining], 4*time.Second)
+			defer s.Close()
+			if _, err := s.Sync("/"); err != nil {
+				t.Fatal(err)
+			}
+			for path, want := range acked {
+				if got, _, err := s.Get(path); err != nil || string(got) != want {
+					t.Errorf("%s: %q, %v; want %q", path, got, err, want)
+				}
+			}
+		})
+	}
+}
+
+// ensembleOf prepares n servers whose zoo.cfg server lines are made by
+// lines(self) and whose other lines are extra(self), without starting them.
+func ensembleOf(t *testing.T, n int, lines func(self int, peer, election []int) []string, extra func(self int) []string) *processEnsemble {
+	t.Helper()
+	root := t.TempDir()
+	e := &processEnsemble{addrs: make([]string, n), dirs: make([]string, n), procs: make([]*serverProcess, n)}
+	peer, election := make([]int, n), make([]int, n)
+	for i := range n {
+		e.addrs[i] = "127.0.0.1:" + strconv.Itoa(freeLocalPort(t))
+		peer[i], election[i] = freeLocalPort(t), freeLocalPort(t)
+	}
+	for i := range n {
+		e.dirs[i] = filepath.Join(root, fmt.Sprintf("s%d", i+1))
+		if err := os.MkdirAll(filepath.Join(e.dirs[i], "data"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(e.dirs[i], "data", "myid"), []byte(strconv.Itoa(i+1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, port, _ := strings.Cut(e.addrs[i], ":")
+		cfg := fmt.Sprintf("tickTime=100\ndataDir=data\nclientPort=%s\nclientPortAddress=127.0.0.1\n4lw.commands.whitelist=*\nadmin.enableServer=false\npreAllocSize=1024\n%s\n%s\n",
+			port, strings.Join(lines(i, peer, election), "\n"), strings.Join(extra(i), "\n"))
+		if err := os.WriteFile(filepath.Join(e.dirs[i], "zoo.cfg"), []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return e
+}
+
+// TestEnsembleIdentityIgnoresSpelling: servers whose zoo.cfg files spell
+// the members differently (0.0.0.0 on a server's own line, as container
+// set-ups write it, a host name for the others, the lines in another
+// order) form one ensemble, as ZooKeeper's do; a server whose
+// extendedTypesEnabled differs from the others' is refused, the refusal
+// naming the key, while the others serve; and a server whose data is
+// another ensemble's is refused by this one's.
+func TestEnsembleIdentityIgnoresSpelling(t *testing.T) {
+	e := ensembleOf(t, 3, func(self int, peer, election []int) []string {
+		var out []string
+		for i := range 3 {
+			host := "localhost"
+			switch {
+			case i == self:
+				host = "0.0.0.0"
+			case i == 0:
+				host = "127.0.0.1"
+			}
+			out = append(out, fmt.Sprintf("server.%d=%s:%d:%d", i+1, host, peer[i], election[i]))
+		}
+		if self == 1 {
+			slices.Reverse(out)
+		}
+		return out
+	}, func(self int) []string {
+		if self == 2 {
+			return []string{"extendedTypesEnabled=true"}
+		}
+		return nil
+	})
+	var odd syncBuffer
+	for i := range 2 {
+		e.start(t, i)
+	}
+	e.procs[2] = startCollie(t, e.dirs[2], &odd, "server", "-c", "zoo.cfg", "-log-level", "warn")
+	for i := range 2 {
+		e.procs[i].waitServing(t, e.addrs[i], "srvr", "Zookeeper version: ")
+	}
+	writeNode(t, e.addrs[0], "/formed", "yes")
+	eventually(t, "the odd server to be refused for its setting", func() bool {
+		return strings.Contains(odd.String(), "extendedTypesEnabled is false on server") &&
+			strings.Contains(odd.String(), "every server of an ensemble must set it alike")
+	})
+	if out, err := fourLetterWord(e.addrs[2], "srvr"); err == nil && strings.HasPrefix(out, "Zookeeper version: ") {
+		t.Errorf("the server with another extendedTypesEnabled serves:\n%s", out)
+	}
+
+	// The odd server, set right, joins.
+	e.procs[2].stop(t)
+	cfg, err := os.ReadFile(filepath.Join(e.dirs[2], "zoo.cfg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.dirs[2], "zoo.cfg"), []byte(strings.Replace(string(cfg), "extendedTypesEnabled=true", "", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.restart(t, 2)
+	s := connectSession(t, e.addrs[2], 4*time.Second)
+	if _, err := s.Sync("/formed"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, err := s.Get("/formed"); err != nil || string(got) != "yes" {
+		t.Fatalf("/formed through server 3: %q, %v", got, err)
+	}
+	s.Close()
+
+	// Server 3's directory replaced by a server 3 of another ensemble.
+	other := startProcessEnsemble(t, 3, 100*time.Millisecond)
+	writeNode(t, other.addrs[0], "/other", "x")
+	for _, p := range other.procs {
+		p.stop(t)
+	}
+	e.procs[2].stop(t)
+	if err := os.RemoveAll(filepath.Join(e.dirs[2], "data")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(other.dirs[2], "data"), filepath.Join(e.dirs[2], "data")); err != nil {
+		t.Fatal(err)
+	}
+	var stray syncBuffer
+	e.procs[2] = startCollie(t, e.dirs[2], &stray, "server", "-c", "zoo.cfg", "-log-level", "warn")
+	eventually(t, "the stray server to be refused as another ensemble's", func() bool {
+		return strings.Contains(stray.String(), "holds the data of another ensemble")
+	})
+	writeNode(t, e.addrs[0], "/still", "serving")
 }

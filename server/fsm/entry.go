@@ -36,6 +36,12 @@ const (
 	// through any other server fail with SessionMoved from then on, as in
 	// ZooKeeper.
 	EntryMoveSession EntryType = 6
+	// EntryMemberLog records that the voter whose id is Body (8 bytes, big
+	// endian) has held the ensemble's log: it acknowledged entries, so
+	// majorities may have counted on it. A voter that comes back without
+	// its data must not be taken for a new one (see FSM.HeldLog). The
+	// leader proposes it once per voter.
+	EntryMemberLog EntryType = 7
 )
 
 // SecretLen is the length of the session secret.
@@ -121,7 +127,8 @@ type Entry struct {
 	// ZooKeeper lists them in (tree.IDSet.Add).
 	Auth []proto.ID
 	// Body is the request record, jute-encoded (EntryRequest), the path
-	// (EntryDeleteContainer), or the secret (EntrySetSecret).
+	// (EntryDeleteContainer), the secret (EntrySetSecret), or a member's
+	// id (EntryMemberLog).
 	Body []byte
 }
 
@@ -157,7 +164,7 @@ func UnmarshalEntry(b []byte) (*Entry, error) {
 	}
 	e := &Entry{Version: b[0], Type: EntryType(b[1])}
 	switch e.Type {
-	case EntryCreateSession, EntryCloseSession, EntryRequest, EntryDeleteContainer, EntrySetSecret, EntryMoveSession:
+	case EntryCreateSession, EntryCloseSession, EntryRequest, EntryDeleteContainer, EntrySetSecret, EntryMoveSession, EntryMemberLog:
 	default:
 		return nil, fmt.Errorf("%w: type %d", ErrUnknownEntry, b[1])
 	}

@@ -2,6 +2,8 @@ package fsm
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"strings"
@@ -73,6 +75,9 @@ type FSM struct {
 	// secret is what session passwords are derived from; nil until the
 	// first EntrySetSecret.
 	secret []byte
+	// heldLog are the voters known to have held the log (EntryMemberLog),
+	// sorted.
+	heldLog []uint64
 }
 
 // New returns an empty state machine.
@@ -100,6 +105,35 @@ func (f *FSM) Session(id int64) (Session, bool) {
 
 // Secret returns the session secret, or nil while none is set.
 func (f *FSM) Secret() []byte { return f.secret }
+
+// EnsembleID names the ensemble whose state this is: made from the
+// secret, which the ensemble's first leader chose at random, so it is fixed
+// when the ensemble forms and depends on no configuration. It is 0 while
+// no secret is set (a member that has not yet received the log).
+func (f *FSM) EnsembleID() uint64 {
+	if f.secret == nil {
+		return 0
+	}
+	h := sha256.New()
+	h.Write([]byte("collie ensemble id\x00"))
+	h.Write(f.secret)
+	return max(binary.BigEndian.Uint64(h.Sum(nil)), 1)
+}
+
+// HeldLog reports whether the voter id is known to have held the log.
+func (f *FSM) HeldLog(id uint64) bool {
+	_, ok := slices.BinarySearch(f.heldLog, id)
+	return ok
+}
+
+// MembersWithLog returns the voters known to have held the log, sorted.
+func (f *FSM) MembersWithLog() []uint64 { return slices.Clone(f.heldLog) }
+
+// MemberLogEntry returns the entry that records that voter id has held
+// the log.
+func MemberLogEntry(id uint64) *Entry {
+	return &Entry{Type: EntryMemberLog, Body: binary.BigEndian.AppendUint64(nil, id)}
+}
 
 // Sessions returns every open session, sorted by id.
 func (f *FSM) Sessions() []Session {
@@ -167,6 +201,14 @@ func (f *FSM) Apply(index uint64, e *Entry) Result {
 		// everywhere.
 		if f.secret == nil && len(e.Body) == SecretLen {
 			f.secret = bytes.Clone(e.Body)
+		}
+	case EntryMemberLog:
+		// A body of another length is ignored the same way everywhere.
+		if len(e.Body) == 8 {
+			id := binary.BigEndian.Uint64(e.Body)
+			if i, ok := slices.BinarySearch(f.heldLog, id); !ok {
+				f.heldLog = slices.Insert(f.heldLog, i, id)
+			}
 		}
 	case EntryRequest:
 		f.applyRequest(e, zxid, &res)

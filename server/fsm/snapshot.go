@@ -15,9 +15,12 @@ import (
 // Snapshot format (jute encoding throughout):
 //
 //	magic    "CLSN" (4 bytes)
-//	version  int (3; 2 is read too, and lacks the secret)
+//	version  int (4; 3 is read too, and lacks the members with a log; 2
+//	         lacks the secret as well)
 //	applied  long, lastZxid long
 //	secret   buffer (-1 when none is set)
+//	held     int count, then the ids (long) of the voters known to have
+//	         held the log, ascending
 //	sessions int count, then per session: id long, timeout int, owner long
 //	nodes    int count, then per node, parents before children:
 //	         path, data buffer, acl int (see below),
@@ -38,9 +41,11 @@ import (
 // parent precedes its children, not necessarily sorted.
 const (
 	snapMagic   = "CLSN"
-	snapVersion = 3
-	// snapVersionNoSecret is the format before the session secret was
-	// replicated; it is still read.
+	snapVersion = 4
+	// snapVersionNoHeld is the format before the members with a log were
+	// recorded, snapVersionNoSecret the one before the session secret was
+	// replicated; both are still read.
+	snapVersionNoHeld   = 3
 	snapVersionNoSecret = 2
 )
 
@@ -61,6 +66,7 @@ type SnapshotJob struct {
 	applied  uint64
 	lastZxid int64
 	secret   []byte
+	heldLog  []uint64
 	sessions []Session
 	cut      *tree.Cut
 }
@@ -70,7 +76,7 @@ type SnapshotJob struct {
 // EndSnapshot, Apply keeps the frozen state of what it changes, so the
 // job's Write can run beside it.
 func (f *FSM) BeginSnapshot() *SnapshotJob {
-	return &SnapshotJob{f: f, applied: f.applied, lastZxid: f.lastZxid, secret: f.secret, sessions: f.Sessions(), cut: f.tree.Freeze()}
+	return &SnapshotJob{f: f, applied: f.applied, lastZxid: f.lastZxid, secret: f.secret, heldLog: f.MembersWithLog(), sessions: f.Sessions(), cut: f.tree.Freeze()}
 }
 
 // EndSnapshot ends the freeze of BeginSnapshot. It needs exclusive access.
@@ -91,6 +97,10 @@ func (j *SnapshotJob) Write(w io.Writer, lock, unlock func()) error {
 	e.Long(int64(j.applied))
 	e.Long(j.lastZxid)
 	e.Buffer(j.secret)
+	e.Int(int32(len(j.heldLog)))
+	for _, id := range j.heldLog {
+		e.Long(int64(id))
+	}
 	e.Int(int32(len(j.sessions)))
 	for _, s := range j.sessions {
 		e.Long(s.ID)
@@ -173,19 +183,32 @@ func restore(opts Options, r *snapReader) (*FSM, error) {
 		return nil, errors.New("no magic")
 	}
 	v := r.int()
-	if v != snapVersion && v != snapVersionNoSecret {
-		return nil, fmt.Errorf("format version %d; this Collie reads versions %d and %d", v, snapVersionNoSecret, snapVersion)
+	if v < snapVersionNoSecret || v > snapVersion {
+		return nil, fmt.Errorf("format version %d; this Collie reads versions %d to %d", v, snapVersionNoSecret, snapVersion)
 	}
 	f := New(opts)
 	f.applied = uint64(r.long())
 	f.lastZxid = r.long()
-	if v == snapVersion {
+	if v >= snapVersionNoHeld {
 		var scratch slabs
 		if secret := r.buffer(&scratch); secret != nil {
 			if len(secret) != SecretLen {
 				return nil, fmt.Errorf("session secret of %d bytes", len(secret))
 			}
 			f.secret = bytes.Clone(secret)
+		}
+	}
+	if v >= snapVersion {
+		nh := r.count()
+		for range nh {
+			id := uint64(r.long())
+			if r.err != nil {
+				return nil, r.err
+			}
+			if n := len(f.heldLog); n > 0 && id <= f.heldLog[n-1] {
+				return nil, fmt.Errorf("members with a log out of order: %d after %d", id, f.heldLog[n-1])
+			}
+			f.heldLog = append(f.heldLog, id)
 		}
 	}
 	ns := r.count()

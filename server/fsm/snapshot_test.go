@@ -181,7 +181,8 @@ func TestSecret(t *testing.T) {
 		t.Fatalf("secret after restore %x, want %x", f.Secret(), first)
 	}
 
-	// Format 2: the same header without the secret's buffer.
+	// Formats 2 and 3: the same header without the secret's buffer and
+	// the count of members with a log, or without that count.
 	none := New(Options{})
 	buf.Reset()
 	if err := none.Save(&buf); err != nil {
@@ -189,12 +190,51 @@ func TestSecret(t *testing.T) {
 	}
 	snap := buf.Bytes()
 	const secretAt = 4 + 4 + 8 + 8 // magic, version, applied, lastZxid
-	v2 := slices.Concat(snap[:4], []byte{0, 0, 0, 2}, snap[8:secretAt], snap[secretAt+4:])
+	v2 := slices.Concat(snap[:4], []byte{0, 0, 0, 2}, snap[8:secretAt], snap[secretAt+8:])
 	f, err = Restore(none.opts, bytes.NewReader(v2))
 	if err != nil {
 		t.Fatalf("format 2 snapshot: %v", err)
 	}
 	if f.Secret() != nil {
 		t.Fatalf("format 2 snapshot restored with secret %x", f.Secret())
+	}
+	v3 := slices.Concat(snap[:4], []byte{0, 0, 0, 3}, snap[8:secretAt+4], snap[secretAt+8:])
+	if _, err := Restore(none.opts, bytes.NewReader(v3)); err != nil {
+		t.Fatalf("format 3 snapshot: %v", err)
+	}
+}
+
+// The voters recorded as having held the log survive a snapshot, each once
+// and in order, and the ensemble's id comes from the secret alone.
+func TestMembersWithLog(t *testing.T) {
+	h := &harness{f: New(Options{})}
+	if h.f.EnsembleID() != 0 {
+		t.Fatalf("ensemble id %x before any secret", h.f.EnsembleID())
+	}
+	h.apply(t, &Entry{Type: EntrySetSecret, Body: bytes.Repeat([]byte{7}, SecretLen)})
+	id := h.f.EnsembleID()
+	if id == 0 {
+		t.Fatal("no ensemble id once the secret is set")
+	}
+	for _, m := range []uint64{3, 1, 3, 2} {
+		h.apply(t, MemberLogEntry(m))
+	}
+	h.apply(t, &Entry{Type: EntryMemberLog, Body: []byte{1, 2}}) // malformed: ignored
+	if got := h.f.MembersWithLog(); !slices.Equal(got, []uint64{1, 2, 3}) {
+		t.Fatalf("members with a log %v", got)
+	}
+	var buf bytes.Buffer
+	if err := h.f.Save(&buf); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Restore(h.f.opts, bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.MembersWithLog(); !slices.Equal(got, []uint64{1, 2, 3}) || !f.HeldLog(2) || f.HeldLog(4) {
+		t.Fatalf("after restore: members with a log %v", got)
+	}
+	if f.EnsembleID() != id {
+		t.Fatalf("ensemble id %x after restore, was %x", f.EnsembleID(), id)
 	}
 }

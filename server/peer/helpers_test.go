@@ -18,8 +18,6 @@ import (
 // correctness, they wait for conditions and fail after this long.
 const testTimeout = 20 * time.Second
 
-const testCluster = 0xc011e
-
 // testLogger logs to the test's output, shown when it fails or with -v.
 func testLogger(t testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -140,7 +138,6 @@ type member struct {
 func testConfig(t testing.TB, id uint64, rec *recorder) peer.Config {
 	cfg := peer.Config{
 		ID:               id,
-		ClusterID:        testCluster,
 		Listen:           "127.0.0.1:0",
 		Logger:           testLogger(t).With("server", id),
 		MaxBackoff:       100 * time.Millisecond,
@@ -167,6 +164,20 @@ func newTransport(t testing.TB, cfg peer.Config) *peer.Transport {
 // configuration first.
 func ensemble(t testing.TB, n int, change func(*peer.Config)) []*member {
 	t.Helper()
+	ms := startMembers(t, n, change)
+	for _, a := range ms {
+		for _, b := range ms {
+			if a != b {
+				waitFor(t, fmt.Sprintf("%d to connect to %d", a.id, b.id), func() bool { return peerStats(a.tr, b.id).Connected })
+			}
+		}
+	}
+	return ms
+}
+
+// startMembers is ensemble without the wait for connections.
+func startMembers(t testing.TB, n int, change func(*peer.Config)) []*member {
+	t.Helper()
 	ms := make([]*member, n)
 	for i := range ms {
 		rec := newRecorder()
@@ -187,13 +198,6 @@ func ensemble(t testing.TB, n int, change func(*peer.Config)) []*member {
 	}
 	for _, m := range ms {
 		m.tr.Start()
-	}
-	for _, a := range ms {
-		for _, b := range ms {
-			if a != b {
-				waitFor(t, fmt.Sprintf("%d to connect to %d", a.id, b.id), func() bool { return peerStats(a.tr, b.id).Connected })
-			}
-		}
 	}
 	return ms
 }

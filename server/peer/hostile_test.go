@@ -16,17 +16,28 @@ import (
 // The bytes here are written from the wire format of the package doc, not
 // with the package's encoders, so that the doc is checked too.
 
-func helloBytes(version uint16, kind byte, cluster, from, to uint64) []byte {
+// helloBytes is a hello of this version's layout, with desc after it.
+func helloBytes(version uint16, kind byte, from, to uint64, desc string) []byte {
 	b := []byte("CLPR")
 	b = binary.BigEndian.AppendUint16(b, version)
 	b = append(b, kind, 0)
-	b = binary.BigEndian.AppendUint64(b, cluster)
+	b = binary.BigEndian.AppendUint64(b, 0)
 	b = binary.BigEndian.AppendUint64(b, from)
-	return binary.BigEndian.AppendUint64(b, to)
+	b = binary.BigEndian.AppendUint64(b, to)
+	b = binary.BigEndian.AppendUint16(b, uint16(len(desc)))
+	return append(b, desc...)
 }
 
+// reply is the receiver's answer with status, its description "a", and
+// no refusal; refusedReply the answer of a refusal.
 func reply(status byte) []byte {
-	return append([]byte("CLPR\x00\x01"), status, 0)
+	return append([]byte("CLPR\x00\x02"), status, 0, 0, 1, 'a', 0, 0, 0)
+}
+
+func refusedReply(code byte, reason string) []byte {
+	b := append([]byte("CLPR\x00\x02"), 6, 0, 0, 1, 'a', code)
+	b = binary.BigEndian.AppendUint16(b, uint16(len(reason)))
+	return append(b, reason...)
 }
 
 func frame(kind byte, payload []byte) []byte {
@@ -51,6 +62,13 @@ func TestHostileInput(t *testing.T) {
 		cfg.IOTimeout = 300 * time.Millisecond
 		if cfg.ID == 1 {
 			cfg.Peers = map[uint64]string{hostile: deadAddr(t)}
+			cfg.Describe = func() []byte { return []byte("a") }
+			cfg.Admit = func(_ uint64, desc []byte) *peer.Refusal {
+				if string(desc) == "refuse me" {
+					return &peer.Refusal{Code: 7, Reason: "refused as asked"}
+				}
+				return nil
+			}
 		}
 	})
 	a, b := ms[0], ms[1]
@@ -61,7 +79,7 @@ func TestHostileInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Clipped: every case appends to it.
-	accepted := slices.Clip(helloBytes(1, 1, testCluster, hostile, 1))
+	accepted := slices.Clip(helloBytes(2, 1, hostile, 1, ""))
 
 	cases := []struct {
 		name string
@@ -77,12 +95,15 @@ func TestHostileInput(t *testing.T) {
 		delivered int
 	}{
 		{name: "garbage", send: []byte("GET / HTTP/1.1\r\nHost: collie\r\n\r\n"), protocol: true},
-		{name: "stall mid-handshake", send: helloBytes(1, 1, testCluster, hostile, 1)[:10], protocol: true},
-		{name: "wrong cluster", send: helloBytes(1, 1, testCluster+1, hostile, 1), reply: reply(2), protocol: true},
-		{name: "wrong receiver", send: helloBytes(1, 1, testCluster, hostile, 2), reply: reply(3), protocol: true},
-		{name: "unknown sender", send: helloBytes(1, 1, testCluster, 99, 1), reply: reply(4), protocol: true},
-		{name: "bad version", send: helloBytes(9, 1, testCluster, hostile, 1), reply: reply(1), protocol: true},
-		{name: "bad kind", send: helloBytes(1, 7, testCluster, hostile, 1), reply: reply(5), protocol: true},
+		{name: "stall mid-handshake", send: helloBytes(2, 1, hostile, 1, "")[:10], protocol: true},
+		{name: "stall mid-description", send: helloBytes(2, 1, hostile, 1, "abc")[:34], protocol: true},
+		{name: "oversized description", send: append(helloBytes(2, 1, hostile, 1, "")[:32], 0xff, 0xff), protocol: true},
+		{name: "refused description", send: helloBytes(2, 1, hostile, 1, "refuse me"), reply: refusedReply(7, "refused as asked"), protocol: true},
+		{name: "wrong receiver", send: helloBytes(2, 1, hostile, 2, ""), reply: reply(3), protocol: true},
+		{name: "unknown sender", send: helloBytes(2, 1, 99, 1, ""), reply: reply(4), protocol: true},
+		{name: "bad version", send: helloBytes(9, 1, hostile, 1, ""), reply: []byte("CLPR\x00\x02\x01\x00"), protocol: true},
+		{name: "first version", send: helloBytes(1, 1, hostile, 1, "")[:32], reply: []byte("CLPR\x00\x02\x01\x00"), protocol: true},
+		{name: "bad kind", send: helloBytes(2, 7, hostile, 1, ""), reply: reply(5), protocol: true},
 		{name: "absurd length", send: append(accepted, 1, 0xff, 0xff, 0xff, 0xff), reply: reply(0), protocol: true},
 		{name: "unknown frame kind", send: append(accepted, frame(9, []byte("x"))...), reply: reply(0), protocol: true},
 		{name: "undecodable message", send: append(accepted, frame(1, []byte{0xff, 0xff, 0xff, 0xff, 0x0f})...), reply: reply(0), protocol: true},
@@ -97,10 +118,10 @@ func TestHostileInput(t *testing.T) {
 		{name: "snapshot on a stream", send: append(accepted, raftFrame(t, raftpb.Message{Type: raftpb.MsgSnap, From: hostile, To: 1, Snapshot: &raftpb.Snapshot{}})...), reply: reply(0), protocol: true},
 		{
 			name: "absurd snapshot length", reply: reply(0), protocol: true,
-			send: binary.BigEndian.AppendUint64(append(helloBytes(1, 2, testCluster, hostile, 1), frame(3, snapMsg)...), 1<<62),
+			send: binary.BigEndian.AppendUint64(append(helloBytes(2, 2, hostile, 1, ""), frame(3, snapMsg)...), 1<<62),
 		},
 		{name: "stall mid-frame", send: append(accepted, frame(1, make([]byte, 100))[:20]...), reply: reply(0)},
-		{name: "stall mid-snapshot", send: append(helloBytes(1, 2, testCluster, hostile, 1), frame(3, snapMsg)[:7]...), reply: reply(0)},
+		{name: "stall mid-snapshot", send: append(helloBytes(2, 2, hostile, 1, ""), frame(3, snapMsg)[:7]...), reply: reply(0)},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -396,8 +396,8 @@ func (p *peer) dial(addr string, kind connKind) (conn net.Conn, stop func() bool
 	if err := conn.SetDeadline(time.Now().Add(cfg.HandshakeTimeout)); err != nil {
 		return fail(err)
 	}
-	h := hello{version: wireVersion, kind: kind, cluster: cfg.ClusterID, from: cfg.ID, to: p.id}
-	if _, err := conn.Write(h.append(nil)); err != nil {
+	h := hello{version: wireVersion, kind: kind, from: cfg.ID, to: p.id}
+	if _, err := conn.Write(appendBlock(h.append(nil), p.t.describe())); err != nil {
 		return fail(fmt.Errorf("handshake: %w", err))
 	}
 	var b [replySize]byte
@@ -408,8 +408,29 @@ func (p *peer) dial(addr string, kind connKind) (conn net.Conn, stop func() bool
 	if err != nil {
 		return fail(err)
 	}
+	if r.version != wireVersion {
+		return fail(fmt.Errorf("%w: the peer speaks version %d, this server %d", ErrBadVersion, r.version, wireVersion))
+	}
+	desc, refusal, err := readAnswer(conn)
+	if err != nil {
+		return fail(err)
+	}
+	if r.status == statusRefused {
+		if refusal == nil {
+			return fail(fmt.Errorf("%w: a refusal without a reason", errProtocol))
+		}
+		if cfg.Refused != nil {
+			cfg.Refused(p.id, refusal)
+		}
+		return fail(refusal)
+	}
 	if err := r.status.err(); err != nil {
 		return fail(err)
+	}
+	if cfg.Admit != nil {
+		if refusal := cfg.Admit(p.id, desc); refusal != nil {
+			return fail(fmt.Errorf("%w: %w", errRefusedPeer, refusal))
+		}
 	}
 	if err := conn.SetDeadline(time.Time{}); err != nil {
 		return fail(err)

@@ -5,8 +5,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -54,12 +52,19 @@ var (
 type Config struct {
 	// ID is this server's id (myid). Not zero.
 	ID uint64
-	// ClusterID must be the same on every server of an ensemble: a
-	// connection between servers with different ids is refused, so that
-	// the servers of two ensembles never exchange messages even when one
-	// is configured with the other's addresses. HashClusterID derives one
-	// from a name.
-	ClusterID uint64
+	// Describe returns what this server says about itself in each
+	// handshake, either way (at most MaxDescription bytes). Nil says
+	// nothing.
+	Describe func() []byte
+	// Admit judges the description of a peer in each handshake, either
+	// way, before any message passes; a non-nil Refusal closes the
+	// connection, and when this server is the receiver, the peer is told
+	// why (Refused). Nil admits every peer. Called from the transport's
+	// goroutines.
+	Admit func(peer uint64, desc []byte) *Refusal
+	// Refused is told when a peer refused this server's connection with
+	// a Refusal. Called from the transport's goroutines; nil ignores it.
+	Refused func(peer uint64, r *Refusal)
 	// Listen is the address to listen on for peers, host:peerPort.
 	Listen string
 	// Peers are the other servers, id to host:peerPort. An entry for ID
@@ -121,13 +126,6 @@ type Config struct {
 	MaxBackoff time.Duration
 }
 
-// HashClusterID derives a cluster id from a name all servers of an
-// ensemble share.
-func HashClusterID(name string) uint64 {
-	sum := sha256.Sum256([]byte(name))
-	return binary.BigEndian.Uint64(sum[:])
-}
-
 // Transport carries messages between the servers of an ensemble. Its
 // methods are safe for concurrent use.
 //
@@ -147,6 +145,8 @@ type Transport struct {
 
 	// peers is replaced whole under mu, so Send reads it without locking.
 	peers atomic.Pointer[map[uint64]*peer]
+	// refusals limits the logging of refused handshakes.
+	refusals logLimiter
 
 	mu      sync.Mutex // guards started, closed and the writes of peers
 	started bool
@@ -508,7 +508,13 @@ func (t *Transport) serve(conn net.Conn) {
 	if err != nil {
 		if t.ctx.Err() == nil {
 			t.rejected.Add(1)
-			t.log.Warn("peer connection refused", "addr", remote, "err", err)
+			// A refused peer redials every MaxBackoff: say why once a
+			// minute, not every time.
+			if t.refusals.fresh(err.Error(), time.Now()) {
+				t.log.Warn("peer connection refused", "addr", remote, "err", err)
+			} else {
+				t.log.Debug("peer connection refused", "addr", remote, "err", err)
+			}
 		}
 		return
 	}
@@ -541,6 +547,37 @@ func (t *Transport) serve(conn net.Conn) {
 	}
 }
 
+// logLimiter tells whether a message was not logged in the last minute.
+type logLimiter struct {
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
+func (l *logLimiter) fresh(msg string, now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if at, ok := l.last[msg]; ok && now.Sub(at) < time.Minute {
+		return false
+	}
+	if l.last == nil || len(l.last) >= 256 {
+		l.last = make(map[string]time.Time)
+	}
+	l.last[msg] = now
+	return true
+}
+
+// describe returns this server's description.
+func (t *Transport) describe() []byte {
+	if t.cfg.Describe == nil {
+		return nil
+	}
+	return t.cfg.Describe()
+}
+
+// errRefusedPeer marks a connection this server refused through
+// Config.Admit.
+var errRefusedPeer = errors.New("this server refused the peer")
+
 // handshake reads the hello of an incoming connection and answers it.
 func (t *Transport) handshake(conn net.Conn) (*peer, connKind, error) {
 	if err := conn.SetDeadline(time.Now().Add(t.cfg.HandshakeTimeout)); err != nil {
@@ -555,25 +592,43 @@ func (t *Transport) handshake(conn net.Conn) (*peer, connKind, error) {
 		// Not a peer of any version: no answer.
 		return nil, 0, err
 	}
+	if h.version != wireVersion {
+		// Another version's hello may go on differently: answer with
+		// ours, which it can read, and stop.
+		if _, err := conn.Write(reply{version: wireVersion, status: statusBadVersion}.append(nil)); err != nil {
+			return nil, 0, fmt.Errorf("handshake reply: %w", err)
+		}
+		return nil, 0, fmt.Errorf("from %d (version %d): %w", h.from, h.version, ErrBadVersion)
+	}
+	desc, err := readBlock(conn, "description")
+	if err != nil {
+		return nil, 0, err
+	}
 	p := (*t.peers.Load())[h.from]
 	st := statusAccepted
+	var refusal *Refusal
 	switch {
-	case h.version != wireVersion:
-		st = statusBadVersion
 	case h.kind != kindStream && h.kind != kindSnapshot:
 		st = statusBadKind
-	case h.cluster != t.cfg.ClusterID:
-		st = statusWrongCluster
 	case h.to != t.cfg.ID:
 		st = statusWrongReceiver
 	case p == nil:
 		st = statusUnknownSender
+	case t.cfg.Admit != nil:
+		if refusal = t.cfg.Admit(h.from, desc); refusal != nil {
+			st = statusRefused
+		}
 	}
-	if _, err := conn.Write(reply{version: wireVersion, status: st}.append(nil)); err != nil {
+	answer := reply{version: wireVersion, status: st}.append(nil)
+	answer = appendAnswer(answer, t.describe(), refusal)
+	if _, err := conn.Write(answer); err != nil {
 		return nil, 0, fmt.Errorf("handshake reply: %w", err)
 	}
-	if st != statusAccepted {
-		return nil, 0, fmt.Errorf("from %d (cluster %#x, to %d, version %d, kind %v): %w", h.from, h.cluster, h.to, h.version, h.kind, st.err())
+	switch {
+	case refusal != nil:
+		return nil, 0, fmt.Errorf("from %d: %w: %w", h.from, errRefusedPeer, refusal)
+	case st != statusAccepted:
+		return nil, 0, fmt.Errorf("from %d (to %d, version %d, kind %v): %w", h.from, h.to, h.version, h.kind, st.err())
 	}
 	if err := conn.SetDeadline(time.Time{}); err != nil {
 		return nil, 0, err

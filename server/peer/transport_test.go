@@ -442,3 +442,57 @@ func TestSnapshotStreamed(t *testing.T) {
 	}
 	closeAll(t, append(ms, ms2...)...)
 }
+
+// Each server judges the other's description, whichever dialled: a
+// refused dialler is told why (Refused), and nothing passes either way
+// until the descriptions change.
+func TestAdmitJudgesDescriptionsBothWays(t *testing.T) {
+	var (
+		mu      sync.Mutex
+		desc    = map[uint64]string{1: "ensemble x", 2: "ensemble y"}
+		refused = make(chan *peer.Refusal, 16)
+	)
+	ms := startMembers(t, 2, func(cfg *peer.Config) {
+		id := cfg.ID
+		cfg.Describe = func() []byte {
+			mu.Lock()
+			defer mu.Unlock()
+			return []byte(desc[id])
+		}
+		cfg.Admit = func(from uint64, d []byte) *peer.Refusal {
+			mu.Lock()
+			defer mu.Unlock()
+			if string(d) != desc[id] {
+				return &peer.Refusal{Code: 9, Reason: fmt.Sprintf("server %d is in %s, server %d in %s", from, d, id, desc[id])}
+			}
+			return nil
+		}
+		cfg.Refused = func(from uint64, r *peer.Refusal) {
+			select {
+			case refused <- r:
+			default:
+			}
+		}
+	})
+	a, b := ms[0], ms[1]
+	r := <-refused
+	if r.Code != 9 || !errors.Is(r, peer.ErrRefused) {
+		t.Fatalf("refusal %+v", r)
+	}
+	sendMixed(t, a, 2, 0, 4)
+	sendMixed(t, b, 1, 0, 4)
+	if n := len(a.rec.from(2)) + len(b.rec.from(1)); n != 0 {
+		t.Fatalf("%d messages passed between refused servers", n)
+	}
+
+	mu.Lock()
+	desc[2] = "ensemble x"
+	mu.Unlock()
+	waitFor(t, "the servers to connect once the descriptions agree", func() bool {
+		return peerStats(a.tr, 2).Connected && peerStats(b.tr, 1).Connected
+	})
+	sendMixed(t, a, 2, 0, 4)
+	sendMixed(t, b, 1, 0, 4)
+	waitFor(t, "messages between them", func() bool { return len(a.rec.from(2)) == 4 && len(b.rec.from(1)) == 4 })
+	closeAll(t, ms...)
+}

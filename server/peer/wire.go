@@ -18,8 +18,13 @@ const (
 	magic = "CLPR"
 	// wireVersion is the only version spoken. A receiver refuses any other
 	// with statusBadVersion and its own version, so a later version can
-	// fall back.
-	wireVersion uint16 = 1
+	// fall back. Version 2 added the descriptions and refusal reasons
+	// after the hello and the reply.
+	wireVersion uint16 = 2
+
+	// MaxDescription bounds what a server says about itself in a
+	// handshake, and a refusal's reason.
+	MaxDescription = 4096
 
 	helloSize   = 32
 	replySize   = 8
@@ -69,6 +74,9 @@ const (
 	statusWrongReceiver status = 3
 	statusUnknownSender status = 4
 	statusBadKind       status = 5
+	// statusRefused: the receiver's Config.Admit refused the sender's
+	// description; the reply's refusal says why.
+	statusRefused status = 6
 )
 
 // Errors a sender gets when the receiver refuses its handshake. They say
@@ -80,7 +88,22 @@ var (
 	ErrWrongReceiver = errors.New("peer: refused: the server at that address has another id")
 	ErrUnknownSender = errors.New("peer: refused: this server is not one of the receiver's peers")
 	ErrBadKind       = errors.New("peer: refused: unknown connection kind")
+	// ErrRefused is matched by the *Refusal a receiver sends.
+	ErrRefused = errors.New("peer: refused")
 )
+
+// Refusal is a server's refusal of a peer after reading its description
+// (Config.Admit): Code is the application's, Reason says why to the
+// operator. The refused side gets it back as an error.
+type Refusal struct {
+	Code   uint8
+	Reason string
+}
+
+func (r *Refusal) Error() string { return "peer: refused: " + r.Reason }
+
+// Is makes a Refusal match ErrRefused.
+func (r *Refusal) Is(target error) bool { return target == ErrRefused }
 
 func (s status) err() error {
 	switch s {
@@ -96,6 +119,8 @@ func (s status) err() error {
 		return ErrUnknownSender
 	case statusBadKind:
 		return ErrBadKind
+	case statusRefused:
+		return ErrRefused
 	}
 	return fmt.Errorf("%w: unknown refusal %d", errProtocol, uint8(s))
 }
@@ -151,6 +176,63 @@ func parseReply(b []byte) (reply, error) {
 		return reply{}, err
 	}
 	return reply{version: version, status: status(st)}, nil
+}
+
+// appendBlock appends a length-prefixed block: a 2-byte length, then the
+// bytes.
+func appendBlock(b, data []byte) []byte {
+	b = binary.BigEndian.AppendUint16(b, uint16(len(data)))
+	return append(b, data...)
+}
+
+// readBlock reads a block of appendBlock, of at most MaxDescription bytes.
+func readBlock(r io.Reader, what string) ([]byte, error) {
+	var n [2]byte
+	if _, err := io.ReadFull(r, n[:]); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", errProtocol, what, err)
+	}
+	size := int(binary.BigEndian.Uint16(n[:]))
+	if size > MaxDescription {
+		return nil, fmt.Errorf("%w: %s of %d bytes", errProtocol, what, size)
+	}
+	b := make([]byte, size)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", errProtocol, what, err)
+	}
+	return b, nil
+}
+
+// appendAnswer appends what follows the reply: the receiver's description,
+// then its refusal (code 0 and no reason when it accepts).
+func appendAnswer(b, desc []byte, r *Refusal) []byte {
+	b = appendBlock(b, desc)
+	if r == nil {
+		return appendBlock(append(b, 0), nil)
+	}
+	reason := r.Reason
+	if len(reason) > MaxDescription {
+		reason = reason[:MaxDescription]
+	}
+	return appendBlock(append(b, r.Code), []byte(reason))
+}
+
+// readAnswer reads what appendAnswer wrote.
+func readAnswer(r io.Reader) (desc []byte, refusal *Refusal, err error) {
+	if desc, err = readBlock(r, "description"); err != nil {
+		return nil, nil, err
+	}
+	var code [1]byte
+	if _, err := io.ReadFull(r, code[:]); err != nil {
+		return nil, nil, fmt.Errorf("%w: refusal: %w", errProtocol, err)
+	}
+	reason, err := readBlock(r, "refusal")
+	if err != nil {
+		return nil, nil, err
+	}
+	if code[0] != 0 || len(reason) > 0 {
+		refusal = &Refusal{Code: code[0], Reason: string(reason)}
+	}
+	return desc, refusal, nil
 }
 
 // appendPrefix appends the 8 bytes hello and reply begin with: magic,

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -162,13 +163,20 @@ type Node struct {
 	// Raft's storage writes are asynchronous: run hands log appends to
 	// appendLoop and committed entries to applyLoop, and steps what they
 	// answer (localq) when they are done.
-	appendq     *fifo[appendTask]
-	applyq      *fifo[applyTask]
-	localq      *fifo[raftpb.Message]
-	confc       chan confRequest
-	storageErr  chan error
-	storageStop chan struct{}
-	storageWG   sync.WaitGroup
+	appendq *fifo[appendTask]
+	applyq  *fifo[applyTask]
+	localq  *fifo[raftpb.Message]
+	confc   chan confRequest
+	// learnerTicks counts ticks since addLearners last looked.
+	learnerTicks int
+	// replayed is closed once the entries the log had committed at the
+	// start, up to replayTo, are applied.
+	replayed   chan struct{}
+	replayTo   uint64
+	replayOnce sync.Once
+	storageErr   chan error
+	storageStop  chan struct{}
+	storageWG    sync.WaitGroup
 	// inline is set while Start drives raft itself, before the goroutines.
 	inline bool
 
@@ -256,6 +264,7 @@ func Start(cfg Config) (*Node, error) {
 		confc:         make(chan confRequest),
 		storageErr:    make(chan error, 2),
 		storageStop:   make(chan struct{}),
+		replayed:      make(chan struct{}),
 	}
 	meta, data, err := cfg.Storage.LoadSnapshot()
 	if err != nil {
@@ -302,6 +311,11 @@ func Start(cfg Config) (*Node, error) {
 			return nil, fmt.Errorf("replication: write the initial snapshot: %w", err)
 		}
 	}
+	if !fresh {
+		if err := checkMembers(cfg, meta, ents); err != nil {
+			return nil, err
+		}
+	}
 	if meta.Index != 0 {
 		// The in-memory log keeps the snapshot's metadata only: the data
 		// can be hundreds of megabytes and is on disk.
@@ -311,6 +325,10 @@ func Start(cfg Config) (*Node, error) {
 		n.applied, n.appliedTerm = meta.Index, meta.Term
 		n.snapIndex.Store(meta.Index)
 		n.conf = meta.ConfState
+	}
+	n.replayTo = st.Commit
+	if n.replayTo <= n.applied {
+		n.replayOnce.Do(func() { close(n.replayed) })
 	}
 	if !raft.IsEmptyHardState(st) {
 		if err := n.mem.SetHardState(st); err != nil {
@@ -531,6 +549,36 @@ func (n *Node) noteMembers() {
 	n.mu.Unlock()
 }
 
+// addLearners has a leader add the configured learners its configuration
+// lacks: observers are added by listing them, as in ZooKeeper. A learner
+// never counts toward a quorum, so adding one is safe at any time. The
+// proposal is repeated, now and then, until it is applied; raft itself
+// refuses a second change while one is pending.
+func (n *Node) addLearners() {
+	if len(n.cfg.Learners) == 0 || n.rn.BasicStatus().RaftState != raft.StateLeader {
+		return
+	}
+	n.learnerTicks++
+	if n.learnerTicks < 2*n.cfg.ElectionTicks {
+		return
+	}
+	n.learnerTicks = 0
+	cur := n.rn.Status().Config
+	for _, id := range n.cfg.Learners {
+		if _, ok := cur.Learners[id]; ok {
+			continue
+		}
+		if _, ok := cur.Voters.IDs()[id]; ok {
+			continue
+		}
+		n.log.Info("adding an observer to the ensemble", "id", id)
+		if err := n.rn.ProposeConfChange(raftpb.ConfChange{Type: raftpb.ConfChangeAddLearnerNode, NodeID: id}); err != nil {
+			n.log.Warn("could not propose adding an observer", "id", id, "err", err)
+		}
+		return
+	}
+}
+
 // Leader returns the id of the leader as this node knows it, 0 when none.
 func (n *Node) Leader() uint64 {
 	n.mu.Lock()
@@ -584,6 +632,20 @@ func (n *Node) IsLeader() bool {
 	return n.state == raft.StateLeader
 }
 
+// Replayed is closed once the entries that were committed when the node
+// started (its own log's) are applied: from then on the state machine is
+// at least where it was before the restart.
+func (n *Node) Replayed() <-chan struct{} { return n.replayed }
+
+// HasLog reports whether this node holds anything of the log beyond the
+// initial state every member of an ensemble starts from (index 1): it was
+// sent entries, or restarted with some. A member that lost its data has
+// not, whatever term it has reached on its own.
+func (n *Node) HasLog() bool {
+	last, _ := n.mem.LastIndex()
+	return last > 1
+}
+
 // Err returns the error that stopped the node, if any.
 func (n *Node) Err() error {
 	n.mu.Lock()
@@ -631,6 +693,7 @@ func (n *Node) run() {
 		case <-ticker.C:
 			n.rn.Tick()
 			n.noteMembers()
+			n.addLearners()
 		case p := <-n.propc:
 			dropped = n.proposeQueued(p, dropped)
 		case <-n.localq.ready:
@@ -982,4 +1045,97 @@ func (n *Node) restore(snap raftpb.Snapshot, streamed bool) error {
 	}
 	defer r.Close()
 	return n.cfg.FSM.Restore(r)
+}
+
+// checkMembers compares the configured members with those the snapshot
+// and the log record. They must be equal: members are not changed by
+// editing the configuration, and a server that took its configuration's
+// word would split from the others.
+func checkMembers(cfg Config, meta raftpb.SnapshotMetadata, ents []raftpb.Entry) error {
+	voters := make(map[uint64]bool) // id: true for a voter, false for a learner
+	for _, id := range meta.ConfState.Voters {
+		voters[id] = true
+	}
+	for _, id := range meta.ConfState.Learners {
+		voters[id] = false
+	}
+	for _, e := range ents {
+		var cc raftpb.ConfChangeI
+		switch e.Type {
+		case raftpb.EntryConfChange:
+			var c raftpb.ConfChange
+			if err := c.Unmarshal(e.Data); err != nil {
+				return fmt.Errorf("replication: configuration change at %d: %w", e.Index, err)
+			}
+			cc = c
+		case raftpb.EntryConfChangeV2:
+			var c raftpb.ConfChangeV2
+			if err := c.Unmarshal(e.Data); err != nil {
+				return fmt.Errorf("replication: configuration change at %d: %w", e.Index, err)
+			}
+			cc = c
+		default:
+			continue
+		}
+		for _, c := range cc.AsV2().Changes {
+			switch c.Type {
+			case raftpb.ConfChangeAddNode:
+				voters[c.NodeID] = true
+			case raftpb.ConfChangeAddLearnerNode:
+				voters[c.NodeID] = false
+			case raftpb.ConfChangeRemoveNode:
+				delete(voters, c.NodeID)
+			}
+		}
+	}
+	var recorded, configured members
+	for id, v := range voters {
+		recorded.add(id, v)
+	}
+	for _, id := range cfg.Voters {
+		configured.add(id, true)
+	}
+	for _, id := range cfg.Learners {
+		configured.add(id, false)
+	}
+	for _, m := range []*members{&recorded, &configured} {
+		slices.Sort(m.voters)
+		slices.Sort(m.learners)
+	}
+	if recorded.String() == configured.String() {
+		return nil
+	}
+	if slices.Equal(recorded.voters, configured.voters) && !slices.ContainsFunc(recorded.learners, func(id uint64) bool {
+		return !slices.Contains(configured.learners, id)
+	}) {
+		// Observers added to the configuration: the leader adds them.
+		return nil
+	}
+	return fmt.Errorf("%w: the configuration lists %s, but this server's data records %s: voters cannot be changed by editing the configuration (observers can be added); restore the server lines the data was written with",
+		ErrMembers, configured, recorded)
+}
+
+// ErrMembers is returned by Start when the configured members differ from
+// the recorded ones.
+var ErrMembers = errors.New("replication: the configured members are not the recorded ones")
+
+// members is a set of voters and learners, printed sorted.
+type members struct{ voters, learners []uint64 }
+
+func (m *members) add(id uint64, voter bool) {
+	if voter {
+		m.voters = append(m.voters, id)
+	} else {
+		m.learners = append(m.learners, id)
+	}
+}
+
+func (m members) String() string {
+	ids := func(s []uint64) string {
+		if len(s) == 0 {
+			return "none"
+		}
+		return strings.Trim(fmt.Sprint(s), "[]")
+	}
+	return fmt.Sprintf("voters %s and observers %s", ids(m.voters), ids(m.learners))
 }

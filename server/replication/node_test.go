@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -408,3 +409,44 @@ func TestSlowSnapshotWhileLogIsTrimmed(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A server whose configuration lists other members than its data records
+// refuses to start, naming both.
+func TestStartRefusesOtherMembers(t *testing.T) {
+	st := &memStorage{}
+	startWith := func(voters, learners []uint64) (*Node, error) {
+		return Start(Config{ID: 1, Voters: voters, Learners: learners, TickInterval: 10 * time.Millisecond,
+			ElectionTicks: 10, HeartbeatTicks: 1, SnapCount: 1000, Storage: st, FSM: &sumFSM{}, Transport: dropAll{}})
+	}
+	n, err := startWith([]uint64{1, 2, 3}, nil) // records its members in the initial snapshot
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Stop()
+	for _, c := range []struct {
+		voters, learners []uint64
+		want             string
+	}{
+		{[]uint64{1, 2, 3, 4}, nil, "lists voters 1 2 3 4 and observers none, but this server's data records voters 1 2 3 and observers none"},
+		{[]uint64{1, 2}, []uint64{3}, "lists voters 1 2 and observers 3"},
+	} {
+		_, err := startWith(c.voters, c.learners)
+		if !errors.Is(err, ErrMembers) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("start with voters %v, learners %v: got %v, want ErrMembers saying %q", c.voters, c.learners, err, c.want)
+		}
+	}
+	// The recorded members start, in any order, and so do they with an
+	// observer added.
+	for _, learners := range [][]uint64{nil, {4}} {
+		n, err = startWith([]uint64{3, 1, 2}, learners)
+		if err != nil {
+			t.Fatalf("start with learners %v: %v", learners, err)
+		}
+		n.Stop()
+	}
+}
+
+// dropAll is a transport to nowhere.
+type dropAll struct{}
+
+func (dropAll) Send([]raftpb.Message) {}

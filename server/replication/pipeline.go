@@ -324,6 +324,9 @@ func (n *Node) apply(ents []raftpb.Entry) error {
 	for _, e := range ents {
 		n.appliedBytes += uint64(len(e.Data))
 	}
+	if n.applied >= n.replayTo {
+		n.replayOnce.Do(func() { close(n.replayed) })
+	}
 	return nil
 }
 
