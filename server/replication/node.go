@@ -171,12 +171,12 @@ type Node struct {
 	learnerTicks int
 	// replayed is closed once the entries the log had committed at the
 	// start, up to replayTo, are applied.
-	replayed   chan struct{}
-	replayTo   uint64
-	replayOnce sync.Once
-	storageErr   chan error
-	storageStop  chan struct{}
-	storageWG    sync.WaitGroup
+	replayed    chan struct{}
+	replayTo    uint64
+	replayOnce  sync.Once
+	storageErr  chan error
+	storageStop chan struct{}
+	storageWG   sync.WaitGroup
 	// inline is set while Start drives raft itself, before the goroutines.
 	inline bool
 
