@@ -13,6 +13,12 @@
 //	}
 //
 // and, with no configuration file at all, config.Default().
+//
+// A key this package does not know is ignored and listed in Config.Unknown,
+// unless it asks for security or a limit Collie does not implement yet
+// (TLS, SASL, quota enforcement, ...): a server that ignored such a key
+// would not be what its operator asked for, so Parse fails with a
+// *NotImplementedError naming all of them. The list is in unimplemented.go.
 package config
 
 import (
@@ -117,7 +123,8 @@ type Config struct {
 	DynamicConfigFile string
 	// Unknown lists, in file order, the keys this package does not act on:
 	// ZooKeeper keys Collie does not support (dynamicConfigFile among them)
-	// as well as misspellings. The caller should warn about them.
+	// as well as misspellings. The caller should warn about them. None asks
+	// for security or a limit: Parse refuses those (NotImplementedError).
 	Unknown []string
 }
 
@@ -254,7 +261,7 @@ func Parse(data []byte) (Config, error) {
 			p.c.Servers = append(p.c.Servers, s)
 			continue
 		}
-		p.set(key, value)
+		p.set(key, value, prop.line)
 	}
 	c := &p.c
 	slices.SortFunc(c.Servers, func(a, b Server) int { return cmp.Compare(a.ID, b.ID) })
@@ -279,6 +286,9 @@ func Parse(data []byte) (Config, error) {
 	c.MinSessionTimeout = sessionTimeout(p.minSession, 2*c.TickTime)
 	c.MaxSessionTimeout = sessionTimeout(p.maxSession, 20*c.TickTime)
 
+	if len(p.notImplemented) > 0 {
+		p.errs = append(p.errs, &NotImplementedError{Keys: p.notImplemented})
+	}
 	if err := errors.Join(p.errs...); err != nil {
 		return Config{}, err
 	}
@@ -293,10 +303,13 @@ type parser struct {
 	minSession, maxSession int
 	standaloneEnabled      bool
 	errs                   []error
+	// notImplemented are the keys that ask for what Collie does not
+	// implement yet, reported together after the other errors.
+	notImplemented []NotImplementedKey
 }
 
-// set applies one key other than server.N.
-func (p *parser) set(key, value string) {
+// set applies one key other than server.N, which starts on line of the file.
+func (p *parser) set(key, value string, line int) {
 	c := &p.c
 	var err error
 	switch key {
@@ -390,6 +403,9 @@ func (p *parser) set(key, value string) {
 		// servers can elect a leader.
 		if strings.HasPrefix(key, "group") || strings.HasPrefix(key, "weight") {
 			err = fmt.Errorf("%s: hierarchical quorums (group.N and weight.N) are not supported; quorums are majorities of the participants", key)
+		} else if k, ok := notImplemented(key, value); ok {
+			k.Line = line
+			p.notImplemented = append(p.notImplemented, k)
 		} else {
 			c.Unknown = append(c.Unknown, key)
 		}

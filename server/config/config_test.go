@@ -341,13 +341,13 @@ func TestParseReportsEveryError(t *testing.T) {
 func TestParseUnknownKeys(t *testing.T) {
 	c := mustParse(t, `dataDir=/d
 tickTme=2000
-secureClientPort=2281
+serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory
 dynamicConfigFile=/etc/zookeeper/zoo.cfg.dynamic
 metricsProvider.className=org.apache.zookeeper.metrics.prometheus.PrometheusMetricsProvider
 tickTme=3000
 zookeeper.extendedTypesEnabled=true
 `)
-	want := []string{"secureClientPort", "dynamicConfigFile", "metricsProvider.className", "tickTme", "zookeeper.extendedTypesEnabled"}
+	want := []string{"serverCnxnFactory", "dynamicConfigFile", "metricsProvider.className", "tickTme", "zookeeper.extendedTypesEnabled"}
 	if !slices.Equal(c.Unknown, want) {
 		t.Errorf("Unknown = %q, want %q", c.Unknown, want)
 	}
@@ -840,6 +840,7 @@ func FuzzParse(f *testing.F) {
 		"dataDir=/d\nserver.1=a:1:2;3\nserver.2=[::1]:1:2:observer;[::1]:3",
 		"a\\\n b=\\u0041",
 		"tickTime=-1\n#x\n!y\nserver.1=[",
+		"dataDir=/d\nsslQuorum=false\nzookeeper.secureClientPort=2281",
 	}
 	if data, err := os.ReadFile(filepath.Join("testdata", "debian-zoo.cfg")); err == nil {
 		seeds = append(seeds, string(data))
@@ -854,6 +855,12 @@ func FuzzParse(f *testing.F) {
 		}
 		if c.DataDir == "" || c.DataLogDir == "" || c.TickTime <= 0 || !c.FourLetterWhitelist["srvr"] {
 			t.Errorf("Parse accepted %q giving %+v", data, c)
+		}
+		props, _ := parseProperties(string(data))
+		for _, prop := range lastOccurrences(props) {
+			if k, ok := notImplemented(trimJava(prop.key), trimJava(prop.value)); ok {
+				t.Errorf("Parse accepted %q, whose %s asks for %s", data, k.Key, k.Feature)
+			}
 		}
 		for i, s := range c.Servers {
 			if i > 0 && c.Servers[i-1].ID >= s.ID {

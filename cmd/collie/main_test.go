@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/collie-io/collie/collietest"
+)
+
+// runMainEnv, set to 1 in its environment, makes this test binary run
+// main instead of the tests, so that a test can start it as the collie
+// binary and see its exit status and output.
+const runMainEnv = "COLLIE_TEST_RUN_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(runMainEnv) == "1" {
+		main()
+	}
+	os.Exit(m.Run())
+}
+
+// collieCommand prepares the collie binary to run with args in dir.
+func collieCommand(ctx context.Context, t *testing.T, dir string, args ...string) *exec.Cmd {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, exe, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), runMainEnv+"=1")
+	return cmd
+}
+
+// writeZooCfg writes a zoo.cfg for a standalone server on a free local
+// port, with data in dir/data, followed by extra, and returns the port.
+func writeZooCfg(t *testing.T, dir, extra string) int {
+	t.Helper()
+	port := collietest.FreePort(t)
+	cfg := fmt.Sprintf("tickTime=2000\ndataDir=data\nclientPort=%d\nclientPortAddress=127.0.0.1\nadmin.enableServer=false\n%s", port, extra)
+	if err := os.WriteFile(filepath.Join(dir, "zoo.cfg"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return port
+}
+
+// An operator who asked for TLS must not get a plaintext server: the
+// server stops before it listens or touches its data directory, naming the
+// key and its line.
+func TestServerRefusesKeyAskingForTLS(t *testing.T) {
+	dir := t.TempDir()
+	writeZooCfg(t, dir, "secureClientPort=2281\n")
+	// The deadline only ends a server that started by mistake.
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	out, err := collieCommand(ctx, t, dir, "server", "-c", "zoo.cfg").CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("collie server still running after a minute; output:\n%s", out)
+	}
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() == 0 {
+		t.Errorf("collie server -c zoo.cfg: %v, want a non-zero exit status", err)
+	}
+	for _, want := range []string{
+		"collie server: config: zoo.cfg: Collie does not implement yet",
+		"line 6: secureClientPort=2281 asks for TLS on the client port",
+		"remove these keys",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output does not say %q:\n%s", want, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the refused server created its data directory (%v)", err)
+	}
+}
+
+// A switch left at its "off" value asks for nothing: the server starts,
+// warns about the key it ignores, and exits cleanly when told to stop.
+func TestServerStartsWithTLSSwitchedOff(t *testing.T) {
+	dir := t.TempDir()
+	writeZooCfg(t, dir, "sslQuorum=false\n")
+	// The deadline only ends a server that hangs.
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := collieCommand(ctx, t, dir, "server", "-c", "zoo.cfg")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		s := bufio.NewScanner(stderr)
+		for s.Scan() {
+			lines <- s.Text()
+		}
+	}()
+	var out strings.Builder
+	serving := false
+	for line := range lines {
+		out.WriteString(line + "\n")
+		if strings.Contains(line, `msg="serving clients"`) {
+			serving = true
+			break
+		}
+	}
+	if !serving {
+		err := cmd.Wait()
+		t.Fatalf("collie server exited before serving clients (%v; deadline: %v); output:\n%s", err, ctx.Err(), out.String())
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for line := range lines {
+		out.WriteString(line + "\n")
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("collie server after SIGTERM: %v (deadline: %v), want exit status 0; output:\n%s", err, ctx.Err(), out.String())
+	}
+	if !strings.Contains(out.String(), `msg="ignoring unknown configuration key" key=sslQuorum`) {
+		t.Errorf("no warning about sslQuorum; output:\n%s", out.String())
+	}
+}

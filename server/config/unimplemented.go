@@ -1,0 +1,349 @@
+package config
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode"
+)
+
+// NotImplementedError reports zoo.cfg keys that ask for security or for a
+// limit Collie does not implement yet. A server started without what they
+// ask for would serve in plaintext, without authentication or without the
+// limit, while its operator believes otherwise; so Parse refuses the file,
+// naming every such key at once rather than one per attempt to start.
+type NotImplementedError struct {
+	Keys []NotImplementedKey // in file order
+}
+
+// NotImplementedKey is one key of a NotImplementedError.
+type NotImplementedKey struct {
+	Key   string // as written in the file
+	Value string // may be a secret, such as a keystore password
+	Line  int    // the line of the file on which the entry starts
+
+	// Feature is what the key asks for, phrased to follow "asks for":
+	// "TLS between servers".
+	Feature string
+	// Accepted says which values of the key would be accepted because
+	// they turn the feature off ("false turns it off"); "" when every
+	// value asks for the feature.
+	Accepted string
+}
+
+func (e *NotImplementedError) Error() string {
+	var b strings.Builder
+	b.WriteString("Collie does not implement yet what these keys ask for, and will not start without it:")
+	for _, k := range e.Keys {
+		fmt.Fprintf(&b, "\n\tline %d: %s", k.Line, k.Key)
+		// Only a key with an "off" value has a value worth showing, and
+		// such values are switches, ports and class names; the others
+		// include passwords, which must not reach a log.
+		if k.Accepted != "" {
+			b.WriteString("=" + printable(k.Value))
+		}
+		b.WriteString(" asks for " + k.Feature)
+		if k.Accepted != "" {
+			b.WriteString(" (" + k.Accepted + ")")
+		}
+	}
+	b.WriteString("\nremove these keys to run without what they ask for, or keep running ZooKeeper until Collie implements it")
+	return b.String()
+}
+
+func printable(s string) string {
+	if strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) {
+		return strconv.Quote(s)
+	}
+	return s
+}
+
+// A refusal is a zoo.cfg key, or a family of keys, that asks for a feature
+// Collie does not implement yet.
+type refusal struct {
+	// key is the name ZooKeeper documents, without the "zookeeper." of its
+	// Java system property. A trailing ".*" stands for the name alone and
+	// for the name followed by a dot and anything.
+	key string
+	// off accepts the values that turn the feature off; nil when there
+	// are none, so that the key is refused whatever its value.
+	off *offValues
+}
+
+// offValues are the values of a key that leave a feature off.
+type offValues struct {
+	accept func(value string) bool
+	text   string // for the message: "false turns it off"
+}
+
+// An unimplementedFeature groups the keys of one feature. Each group goes
+// once Collie implements its feature and parses its keys (a key that
+// parser.set knows never reaches the refusal check).
+type unimplementedFeature struct {
+	name string // what the keys ask for, phrased to follow "asks for"
+	keys []refusal
+}
+
+var (
+	offFalse      = &offValues{func(v string) bool { return strings.EqualFold(v, "false") }, "false turns it off"}
+	offZero       = &offValues{func(v string) bool { n, ok := integer(v); return ok && n == 0 }, "0 turns it off"}
+	offAtMostZero = &offValues{func(v string) bool { n, ok := integer(v); return ok && n <= 0 }, "0 turns it off"}
+)
+
+func integer(v string) (int64, bool) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	return n, err == nil
+}
+
+// unimplemented lists, by feature, the keys of ZooKeeper 3.8 (and one of 3.9)
+// that ask for security or for a limit Collie does not implement yet.
+//
+// Security keys are refused whatever their value, unless the key is a
+// switch and its value turns the feature off (sslQuorum=false,
+// secureClientPort=0): operators leave such lines in files, and they ask
+// for nothing. A key that only configures a mechanism (a keystore, a
+// principal, a login context) has no such value. ZooKeeper turns TLS and
+// SASL on from several places, some of them outside zoo.cfg (JVM options,
+// the JAAS file), so Collie cannot tell a configured mechanism from a
+// leftover one: it refuses both.
+//
+// Limit keys are refused unless their value turns the limit off. Keys that
+// only tune a limit (a throttle's fill rate, stall time or weights,
+// largeRequestMaxBytes) stay warnings: without the key that turns the limit
+// on, refused here, ZooKeeper ignores them too.
+//
+// ZooKeeper turns a zoo.cfg key it does not know into the Java system
+// property "zookeeper.<key>", and its documentation names many keys by that
+// property, so both spellings occur in files; both are refused. Names are
+// compared without regard to case: a key that ZooKeeper would ignore for
+// its case still says what the operator wanted.
+//
+// Deliberately not refused, although they sound related:
+//   - serverCnxnFactory (Netty): TLS needs it, but it encrypts nothing.
+//   - globalOutstandingLimit: flow control ZooKeeper applies whether or
+//     not the key is set (1000 by default), so the key asks for nothing a
+//     file without it does not; Collie bounds each connection's requests
+//     in flight instead.
+//   - skipACL, forceSync=no, IPAuthenticationProvider.usexforwardedfor:
+//     they weaken ZooKeeper; Collie keeps checking ACLs, syncing its log
+//     and using the peer's address, which is the safe side.
+//   - fips-mode, netty.server.outstandingHandshake.limit and
+//     netty.server.earlyDropSecureConnectionHandshakes: they restrict TLS
+//     and SASL work Collie never does, so nothing they promise is broken.
+//   - reconfigEnabled, multiAddress.*: features, not protections; Collie
+//     has no reconfig and refuses multi-address server lines itself.
+var unimplemented = []unimplementedFeature{
+	{
+		// The client port's TLS settings are the "zookeeper.ssl." keys of
+		// ClientX509Util; ssl.authProvider names the x509 scheme.
+		name: "TLS on the client port",
+		keys: []refusal{
+			{"secureClientPort", offZero},
+			{"secureClientPortAddress", nil}, // ZooKeeper requires secureClientPort with it
+			{"client.portUnification", offFalse},
+			{"client.certReload", offFalse},
+			{"client.secure", offFalse},
+			{"ssl.*", nil},
+		},
+	},
+	{
+		// QuorumX509Util's "zookeeper.ssl.quorum." keys also serve the
+		// admin server's HTTPS.
+		name: "TLS between servers",
+		keys: []refusal{
+			{"sslQuorum", offFalse},
+			{"sslQuorumReloadCertFiles", offFalse},
+			{"portUnification", offFalse}, // the quorum port's TLS-or-plaintext mode
+			{"ssl.quorum.*", nil},
+		},
+	},
+	{
+		name: "HTTPS on the admin port",
+		keys: []refusal{
+			{"admin.forceHttps", offFalse},
+			{"admin.portUnification", offFalse},
+			{"admin.needClientAuth", offFalse},
+		},
+	},
+	{
+		// Collie's providers are digest and ip, built in as in ZooKeeper;
+		// naming their classes asks for nothing more.
+		name: "an authentication provider Collie does not have",
+		keys: []refusal{
+			{"authProvider.*", &offValues{
+				func(v string) bool {
+					return strings.EqualFold(v, "org.apache.zookeeper.server.auth.DigestAuthenticationProvider") ||
+						strings.EqualFold(v, "org.apache.zookeeper.server.auth.IPAuthenticationProvider")
+				},
+				"the built-in DigestAuthenticationProvider and IPAuthenticationProvider are accepted",
+			}},
+		},
+	},
+	{
+		// SASL for clients: the JAAS file, the server's login section,
+		// SASL users' powers.
+		name: "SASL authentication",
+		keys: []refusal{
+			{"sasl.*", nil},
+			{"sasl.client", offFalse}, // a client's switch, sometimes copied into zoo.cfg
+			{"java.security.auth.login.config", nil},
+			{"allowSaslFailedClients", nil},
+			{"letAnySaslUserDoX", nil},
+			{"SASLAuthenticationProvider.superPassword", nil},
+			{"superUser.*", nil},
+		},
+	},
+	{
+		name: "SASL authentication between servers",
+		keys: []refusal{
+			{"quorum.auth.enableSasl", offFalse},
+			{"quorum.auth.learnerRequireSasl", offFalse},
+			{"quorum.auth.serverRequireSasl", offFalse},
+			{"quorum.auth.*", nil}, // principals and login contexts
+		},
+	},
+	{
+		name: "Kerberos",
+		keys: []refusal{
+			{"kerberos.*", nil},
+			{"kinit", nil},
+			{"requireKerberosConfig", nil},
+			{"security.auth_to_local", nil},
+			{"java.security.krb5.conf", nil},
+		},
+	},
+	{
+		name: "x509 client certificates",
+		keys: []refusal{
+			{"X509AuthenticationProvider.superUser", nil},
+		},
+	},
+	{
+		// EnsembleAuthenticationProvider refuses clients that name
+		// another ensemble.
+		name: "ensemble authentication",
+		keys: []refusal{
+			{"ensembleAuthName", nil},
+		},
+	},
+	{
+		// requireClientAuthScheme is older than ZooKeeper 3.8, which
+		// ignores it, but guides still give it for SASL-only servers.
+		name: "required client authentication",
+		keys: []refusal{
+			{"enforce.auth.enabled", offFalse},
+			{"enforce.auth.schemes", nil},
+			{"sessionRequireClientSASLAuth", offFalse},
+			{"requireClientAuthScheme", nil},
+		},
+	},
+	{
+		// Turning digest off keeps passwords (superDigest's among them)
+		// from being accepted at all; Collie would accept them.
+		name: "digest authentication turned off",
+		keys: []refusal{
+			{"DigestAuthenticationProvider.enabled", &offValues{
+				func(v string) bool { return strings.EqualFold(v, "true") }, "true is accepted",
+			}},
+		},
+	},
+	{
+		name: "a digest algorithm other than SHA1",
+		keys: []refusal{
+			{"DigestAuthenticationProvider.digestAlg", &offValues{
+				func(v string) bool {
+					return strings.EqualFold(v, "SHA1") || strings.EqualFold(v, "SHA-1") || strings.EqualFold(v, "SHA")
+				},
+				"SHA1 is accepted",
+			}},
+		},
+	},
+	{
+		name: "audit logging",
+		keys: []refusal{
+			{"audit.enable", offFalse},
+			{"audit.impl.class", nil},
+		},
+	},
+	{
+		name: "quota enforcement",
+		keys: []refusal{
+			{"enforceQuota", offFalse},
+		},
+	},
+	{
+		name: "a limit on the connections to the server",
+		keys: []refusal{
+			{"maxCnxns", offAtMostZero}, // ZooKeeper takes a negative value as 0
+		},
+	},
+	{
+		// BlueThrottle reads connection_throttle_tokens; the admin guide
+		// calls the key connectionMaxTokens. A negative count throttles
+		// every connection, so only 0 is off.
+		name: "connection throttling",
+		keys: []refusal{
+			{"connection_throttle_tokens", offZero},
+			{"connectionMaxTokens", offZero},
+		},
+	},
+	{
+		// As above, the admin guide's names and the properties read differ.
+		name: "request throttling",
+		keys: []refusal{
+			{"request_throttle_max_requests", offAtMostZero},
+			{"requestThrottleLimit", offAtMostZero},
+			{"throttled_op_wait_time", offAtMostZero},
+			{"throttledOpWaitTime", offAtMostZero},
+		},
+	},
+	{
+		// largeRequestMaxBytes bounds the bytes of requests above this
+		// threshold. ZooKeeper takes 0 and values below -1 as -1: off.
+		name: "a limit on large requests in flight",
+		keys: []refusal{
+			{"largeRequestThreshold", &offValues{offAtMostZero.accept, "-1 turns it off"}},
+		},
+	},
+}
+
+// notImplemented returns what key asks for when Collie does not implement
+// it yet and value does not turn it off; ok is false otherwise.
+func notImplemented(key, value string) (k NotImplementedKey, ok bool) {
+	name := key
+	if len(name) > len("zookeeper.") && strings.EqualFold(name[:len("zookeeper.")], "zookeeper.") {
+		name = name[len("zookeeper."):]
+	}
+	// The most specific pattern decides, so that sasl.client=false is
+	// accepted although sasl.* is refused.
+	var found *refusal
+	var feature string
+	for i := range unimplemented {
+		f := &unimplemented[i]
+		for j := range f.keys {
+			r := &f.keys[j]
+			if matches(r.key, name) && (found == nil || len(r.key) > len(found.key)) {
+				found, feature = r, f.name
+			}
+		}
+	}
+	if found == nil || found.off != nil && found.off.accept(value) {
+		return NotImplementedKey{}, false
+	}
+	k = NotImplementedKey{Key: key, Value: value, Feature: feature}
+	if found.off != nil {
+		k.Accepted = found.off.text
+	}
+	return k, true
+}
+
+func matches(pattern, name string) bool {
+	base, family := strings.CutSuffix(pattern, ".*")
+	if !family {
+		return strings.EqualFold(pattern, name)
+	}
+	if len(name) == len(base) {
+		return strings.EqualFold(base, name)
+	}
+	return len(name) >= len(base)+1 && strings.EqualFold(name[:len(base)+1], base+".")
+}

@@ -1,0 +1,335 @@
+package config
+
+import (
+	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// notImplementedKeys parses dataDir=/d followed by text and returns the
+// keys Parse refused for asking for what Collie does not implement.
+func notImplementedKeys(t *testing.T, text string) []NotImplementedKey {
+	t.Helper()
+	_, err := Parse([]byte("dataDir=/d\n" + text))
+	var ni *NotImplementedError
+	if !errors.As(err, &ni) {
+		t.Fatalf("Parse(%q) = %v, want a *NotImplementedError", text, err)
+	}
+	return ni.Keys
+}
+
+// Each key is tried as zoo.cfg's key and as its Java system property,
+// "zookeeper.<key>": files carry both, since ZooKeeper's documentation
+// names many keys by the property.
+func bothSpellings(key string) []string {
+	return []string{key, "zookeeper." + key}
+}
+
+func TestParseRefusesKeysAskingForUnimplementedSecurity(t *testing.T) {
+	tests := []struct {
+		key, value string
+		feature    string
+	}{
+		{"secureClientPort", "2281", "TLS on the client port"},
+		{"secureClientPortAddress", "0.0.0.0", "TLS on the client port"},
+		{"client.portUnification", "true", "TLS on the client port"},
+		{"client.certReload", "true", "TLS on the client port"},
+		{"client.secure", "true", "TLS on the client port"},
+		{"ssl.keyStore.location", "/etc/zookeeper/keystore.jks", "TLS on the client port"},
+		{"ssl.keyStore.password", "secret", "TLS on the client port"},
+		{"ssl.trustStore.location", "/etc/zookeeper/truststore.jks", "TLS on the client port"},
+		{"ssl.clientAuth", "none", "TLS on the client port"},
+		{"ssl.hostnameVerification", "false", "TLS on the client port"},
+		{"ssl.authProvider", "x509", "TLS on the client port"},
+		{"sslQuorum", "true", "TLS between servers"},
+		{"sslQuorumReloadCertFiles", "true", "TLS between servers"},
+		{"portUnification", "true", "TLS between servers"},
+		{"ssl.quorum.keyStore.location", "/etc/zookeeper/quorum.jks", "TLS between servers"},
+		{"ssl.quorum.hostnameVerification", "false", "TLS between servers"},
+		{"admin.forceHttps", "true", "HTTPS on the admin port"},
+		{"admin.portUnification", "true", "HTTPS on the admin port"},
+		{"admin.needClientAuth", "true", "HTTPS on the admin port"},
+		{"authProvider.1", "org.apache.zookeeper.server.auth.SASLAuthenticationProvider", "an authentication provider Collie does not have"},
+		{"authProvider.x509", "org.apache.zookeeper.server.auth.X509AuthenticationProvider", "an authentication provider Collie does not have"},
+		{"authProvider", "org.apache.zookeeper.server.auth.SASLAuthenticationProvider", "an authentication provider Collie does not have"},
+		{"java.security.auth.login.config", "/etc/zookeeper/jaas.conf", "SASL authentication"},
+		{"sasl.serverconfig", "Server", "SASL authentication"},
+		{"sasl.client", "true", "SASL authentication"},
+		{"allowSaslFailedClients", "false", "SASL authentication"},
+		{"letAnySaslUserDoX", "admin", "SASL authentication"},
+		{"SASLAuthenticationProvider.superPassword", "secret", "SASL authentication"},
+		{"superUser", "admin", "SASL authentication"},
+		{"superUser.1", "admin", "SASL authentication"},
+		{"quorum.auth.enableSasl", "true", "SASL authentication between servers"},
+		{"quorum.auth.learnerRequireSasl", "true", "SASL authentication between servers"},
+		{"quorum.auth.serverRequireSasl", "true", "SASL authentication between servers"},
+		{"quorum.auth.kerberos.servicePrincipal", "zkquorum/_HOST", "SASL authentication between servers"},
+		{"quorum.auth.learner.saslLoginContext", "QuorumLearner", "SASL authentication between servers"},
+		{"quorum.auth.server.saslLoginContext", "QuorumServer", "SASL authentication between servers"},
+		{"kerberos.removeHostFromPrincipal", "true", "Kerberos"},
+		{"kerberos.removeRealmFromPrincipal", "false", "Kerberos"},
+		{"kerberos.canonicalizeHostNames", "true", "Kerberos"},
+		{"kinit", "/usr/bin/kinit", "Kerberos"},
+		{"security.auth_to_local", "DEFAULT", "Kerberos"},
+		{"java.security.krb5.conf", "/etc/krb5.conf", "Kerberos"},
+		{"X509AuthenticationProvider.superUser", "CN=admin", "x509 client certificates"},
+		{"ensembleAuthName", "prod", "ensemble authentication"},
+		{"enforce.auth.enabled", "true", "required client authentication"},
+		{"enforce.auth.schemes", "digest", "required client authentication"},
+		{"sessionRequireClientSASLAuth", "true", "required client authentication"},
+		{"requireClientAuthScheme", "sasl", "required client authentication"},
+		{"DigestAuthenticationProvider.enabled", "false", "digest authentication turned off"},
+		{"DigestAuthenticationProvider.digestAlg", "SHA-256", "a digest algorithm other than SHA1"},
+		{"audit.enable", "true", "audit logging"},
+		{"audit.impl.class", "org.apache.zookeeper.audit.Slf4jAuditLogger", "audit logging"},
+	}
+	for _, tt := range tests {
+		for _, key := range bothSpellings(tt.key) {
+			keys := notImplementedKeys(t, key+"="+tt.value)
+			want := NotImplementedKey{Key: key, Value: tt.value, Line: 2, Feature: tt.feature}
+			if len(keys) != 1 || keys[0].Key != want.Key || keys[0].Value != want.Value || keys[0].Line != want.Line || keys[0].Feature != want.Feature {
+				t.Errorf("%s=%s: refused as %+v, want %+v", key, tt.value, keys, want)
+			}
+		}
+	}
+}
+
+func TestParseRefusesKeysAskingForUnimplementedLimits(t *testing.T) {
+	tests := []struct {
+		key, value string
+		feature    string
+	}{
+		{"enforceQuota", "true", "quota enforcement"},
+		{"maxCnxns", "1000", "a limit on the connections to the server"},
+		{"connection_throttle_tokens", "100", "connection throttling"},
+		{"connection_throttle_tokens", "-1", "connection throttling"}, // throttles every connection
+		{"connectionMaxTokens", "100", "connection throttling"},
+		{"request_throttle_max_requests", "500", "request throttling"},
+		{"requestThrottleLimit", "500", "request throttling"},
+		{"throttled_op_wait_time", "1000", "request throttling"},
+		{"throttledOpWaitTime", "1000", "request throttling"},
+		{"largeRequestThreshold", "1048576", "a limit on large requests in flight"},
+	}
+	for _, tt := range tests {
+		for _, key := range bothSpellings(tt.key) {
+			keys := notImplementedKeys(t, key+"="+tt.value)
+			if len(keys) != 1 || keys[0].Key != key || keys[0].Feature != tt.feature || keys[0].Accepted == "" {
+				t.Errorf("%s=%s: refused as %+v, want feature %q and the value that turns it off", key, tt.value, keys, tt.feature)
+			}
+		}
+	}
+}
+
+// Operators leave switches set to off in their files; such a line asks for
+// nothing, so it is only a warning, like any other key Collie ignores.
+func TestParseAcceptsSwitchesThatAreOff(t *testing.T) {
+	lines := []string{
+		"secureClientPort=0",
+		"client.portUnification=false",
+		"client.certReload=false",
+		"client.secure=false",
+		"sslQuorum=false",
+		"sslQuorum=FALSE",
+		"sslQuorumReloadCertFiles=false",
+		"portUnification=false",
+		"admin.forceHttps=false",
+		"admin.portUnification=false",
+		"admin.needClientAuth=false",
+		"authProvider.1=org.apache.zookeeper.server.auth.DigestAuthenticationProvider",
+		"authProvider.2=org.apache.zookeeper.server.auth.IPAuthenticationProvider",
+		"sasl.client=false",
+		"quorum.auth.enableSasl=false",
+		"quorum.auth.learnerRequireSasl=false",
+		"quorum.auth.serverRequireSasl=false",
+		"enforce.auth.enabled=false",
+		"sessionRequireClientSASLAuth=false",
+		"DigestAuthenticationProvider.enabled=true",
+		"DigestAuthenticationProvider.digestAlg=SHA1",
+		"DigestAuthenticationProvider.digestAlg=SHA-1",
+		"audit.enable=false",
+		"enforceQuota=false",
+		"maxCnxns=0",
+		"maxCnxns=-1",
+		"connection_throttle_tokens=0",
+		"connectionMaxTokens=0",
+		"request_throttle_max_requests=0",
+		"requestThrottleLimit=0",
+		"throttled_op_wait_time=0",
+		"throttledOpWaitTime=0",
+		"largeRequestThreshold=-1",
+		"largeRequestThreshold=0",
+	}
+	for _, line := range lines {
+		for _, line := range bothSpellings(line) {
+			c, err := Parse([]byte("dataDir=/d\n" + line))
+			key, _, _ := strings.Cut(line, "=")
+			if err != nil || !slices.Equal(c.Unknown, []string{key}) {
+				t.Errorf("Parse(%q) = Unknown %q, %v; want the key as unknown and no error", line, c.Unknown, err)
+			}
+		}
+	}
+}
+
+// A switch refused unless it is off is refused for any other value, even
+// one ZooKeeper would read as off (it takes any word but "true" as false
+// for some): Collie cannot tell what was meant.
+func TestParseRefusesSwitchesThatAreNotPlainlyOff(t *testing.T) {
+	lines := []string{
+		"sslQuorum=yes",
+		"sslQuorum=",
+		"secureClientPort=-1",
+		"secureClientPort=port",
+		"enforce.auth.enabled=no",
+		"maxCnxns=unlimited",
+		"DigestAuthenticationProvider.enabled=yes",
+		"authProvider.1=org.example.DigestAuthenticationProvider",
+	}
+	for _, line := range lines {
+		if keys := notImplementedKeys(t, line); len(keys) != 1 {
+			t.Errorf("Parse(%q) refused %+v, want the one key", line, keys)
+		}
+	}
+}
+
+// Keys that promise neither security nor a limit stay warnings, among them
+// some that sound as if they might.
+func TestParseWarnsAboutKeysThatPromiseNothing(t *testing.T) {
+	lines := []string{
+		"serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory",
+		"zookeeper.serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory",
+		"clientCnxnSocket=org.apache.zookeeper.ClientCnxnSocketNetty",
+		"globalOutstandingLimit=1000",
+		"zookeeper.globalOutstandingLimit=5000",
+		"skipACL=yes",
+		"forceSync=no",
+		"reconfigEnabled=true",
+		"fips-mode=true",
+		"netty.server.outstandingHandshake.limit=250",
+		"netty.server.earlyDropSecureConnectionHandshakes=true",
+		"largeRequestMaxBytes=104857600",
+		"request_throttle_stall_time=100",
+		"requestThrottleDropStale=true",
+		"requestStaleLatencyCheck=true",
+		"connection_throttle_fill_time=1",
+		"connection_throttle_weight_enabled=true",
+		"jute.maxbuffer.extrasize=1024",
+		"snapSizeLimitInKb=4194304",
+		"txnLogSizeLimitInKb=-1",
+		"maxResponseCacheSize=400",
+		"metricsProvider.className=org.apache.zookeeper.metrics.prometheus.PrometheusMetricsProvider",
+		"metricsProvider.httpHost=127.0.0.1",
+		"admin.idleTimeout=30000",
+		"quorumListenOnAllIPs=true",
+		"quorum.cnxn.threads.size=20",
+		"peerType=observer",
+		"syncEnabled=true",
+		"localSessionsUpgradingEnabled=true",
+		"emulate353TTLNodes=true",
+		"digest.enabled=true",
+		"snapshot.compression.method=gz",
+		"sslQuorumX=true",
+	}
+	for _, line := range lines {
+		c, err := Parse([]byte("dataDir=/d\n" + line))
+		key, _, _ := strings.Cut(line, "=")
+		if err != nil || !slices.Equal(c.Unknown, []string{key}) {
+			t.Errorf("Parse(%q) = Unknown %q, %v; want the key as unknown and no error", line, c.Unknown, err)
+		}
+	}
+}
+
+func TestParseReportsEveryNotImplementedKeyAtOnce(t *testing.T) {
+	text := `dataDir=/d
+secureClientPort=2281
+tickTime=fast
+ssl.keyStore.location=/etc/zookeeper/keystore.jks
+ssl.keyStore.password=hunter2
+sslQuorum=false
+authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider
+globalOutstandingLimit=1000
+zookeeper.enforceQuota=true
+`
+	_, err := Parse([]byte(text))
+	want := `tickTime: "fast" is not a positive number of milliseconds
+Collie does not implement yet what these keys ask for, and will not start without it:
+	line 2: secureClientPort=2281 asks for TLS on the client port (0 turns it off)
+	line 4: ssl.keyStore.location asks for TLS on the client port
+	line 5: ssl.keyStore.password asks for TLS on the client port
+	line 7: authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider asks for an authentication provider Collie does not have (the built-in DigestAuthenticationProvider and IPAuthenticationProvider are accepted)
+	line 9: zookeeper.enforceQuota=true asks for quota enforcement (false turns it off)
+remove these keys to run without what they ask for, or keep running ZooKeeper until Collie implements it`
+	if errString(err) != want {
+		t.Errorf("Parse error\n got %v\nwant %s", err, want)
+	}
+	// The value of a key without an "off" value may be a password.
+	if strings.Contains(errString(err), "hunter2") {
+		t.Error("the error shows a password")
+	}
+	var ve *ValueError
+	if !errors.As(err, &ve) || ve.Key != "tickTime" {
+		t.Errorf("Parse error does not hold the tickTime *ValueError: %v", err)
+	}
+}
+
+// A key given twice takes its last value, for these keys as for others.
+func TestParseNotImplementedLastValueWins(t *testing.T) {
+	if c, err := Parse([]byte("dataDir=/d\nsslQuorum=true\nsslQuorum=false\n")); err != nil || !slices.Equal(c.Unknown, []string{"sslQuorum"}) {
+		t.Errorf("sslQuorum on, then off: Unknown %q, %v", c.Unknown, err)
+	}
+	keys := notImplementedKeys(t, "sslQuorum=false\nsslQuorum=true\n")
+	if len(keys) != 1 || keys[0].Line != 3 || keys[0].Value != "true" {
+		t.Errorf("sslQuorum off, then on: refused %+v, want line 3", keys)
+	}
+}
+
+// ZooKeeper's keys are case-sensitive, so it would ignore SSLQUORUM; the
+// operator who wrote it still wanted TLS.
+func TestParseNotImplementedIgnoresCase(t *testing.T) {
+	for _, line := range []string{"SSLQUORUM=true", "ZooKeeper.SSL.keyStore.location=/k", "Zookeeper.EnforceQuota=TRUE", "AUTHPROVIDER.1=x"} {
+		if keys := notImplementedKeys(t, line); len(keys) != 1 {
+			t.Errorf("Parse(%q) refused %+v, want the one key", line, keys)
+		}
+	}
+	if _, err := Parse([]byte("dataDir=/d\nSSLQUORUM=False")); err != nil {
+		t.Errorf("SSLQUORUM=False: %v", err)
+	}
+}
+
+func TestLoadNamesFileAndLineOfNotImplementedKey(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "zoo.cfg")
+	writeFiles(t, dir, map[string]string{"zoo.cfg": "# TLS for clients\ndataDir=" + dir + "\nclientPort=2181\nsecureClientPort=2281\n"})
+	_, err := Load(cfg)
+	want := "config: " + cfg + ": Collie does not implement yet what these keys ask for, and will not start without it:\n" +
+		"\tline 4: secureClientPort=2281 asks for TLS on the client port (0 turns it off)\n"
+	var ni *NotImplementedError
+	if !errors.As(err, &ni) || !strings.HasPrefix(errString(err), want) {
+		t.Errorf("Load error\n got %v\nwant %s...", err, want)
+	}
+}
+
+// Every refusal is keyed by zoo.cfg's spelling, which the lookup extends
+// to the "zookeeper." one, and belongs to a named feature.
+func TestUnimplementedTable(t *testing.T) {
+	seen := map[string]bool{}
+	for _, f := range unimplemented {
+		if f.name == "" || len(f.keys) == 0 {
+			t.Errorf("feature %q has no name or no keys", f.name)
+		}
+		for _, r := range f.keys {
+			lower := strings.ToLower(r.key)
+			if strings.HasPrefix(lower, "zookeeper.") {
+				t.Errorf("%s: give the key without zookeeper.", r.key)
+			}
+			if seen[lower] {
+				t.Errorf("%s: listed twice", r.key)
+			}
+			seen[lower] = true
+			if r.off != nil && r.off.text == "" {
+				t.Errorf("%s: the off values are not described", r.key)
+			}
+		}
+	}
+}
