@@ -17,7 +17,9 @@
 //	var node *replication.Node
 //	t, err := peer.New(peer.Config{
 //		ID:        1,
-//		ClusterID: peer.HashClusterID(ensembleName),
+//		// What each server says of itself, and judges of the others.
+//		Describe: func() []byte { return describe() },
+//		Admit:    func(from uint64, desc []byte) *peer.Refusal { return judge(from, desc) },
 //		Listen:    "10.0.0.1:2888",
 //		Peers:     map[uint64]string{2: "10.0.0.2:2888", 3: "10.0.0.3:2888"},
 //		// Each handler hands over to the loop and returns once the node
@@ -61,23 +63,33 @@
 // # Wire format
 //
 // All integers are big-endian. A connection starts with the dialler's
-// hello, 32 bytes:
+// hello, 32 bytes, then its description:
 //
 //	offset size  field
 //	0      4     magic "CLPR"
-//	4      2     version, 1
+//	4      2     version, 2
 //	6      1     kind: 1 stream, 2 snapshot
 //	7      1     reserved, 0
-//	8      8     cluster id (Config.ClusterID)
+//	8      8     reserved, 0 (a cluster id in version 1)
 //	16     8     sender id
 //	24     8     receiver id
+//	32     2     n, at most MaxDescription
+//	34     n     the sender's description (Config.Describe)
 //
-// The receiver answers with 8 bytes: the magic, its version (2 bytes), a
-// status byte and a reserved 0 byte. Status 0 accepts; otherwise the
-// receiver closes the connection, and the status says why: 1 unsupported
-// version, 2 wrong cluster id, 3 the receiver has another id, 4 the sender
-// is not one of its peers, 5 unknown kind. A hello with a wrong magic or
-// reserved byte gets no answer. The hello must arrive within
+// The receiver answers with the magic, its version (2 bytes), a status
+// byte and a reserved 0 byte; in version 2 its own description follows, as
+// a 2-byte length and the bytes, then a refusal: a code byte and a reason,
+// a 2-byte length and UTF-8 text (code 0 and no reason unless it refuses).
+// To a hello of another version it answers the first 8 bytes only, with
+// status 1, and closes. Status 0 accepts; otherwise the receiver closes
+// the connection, and the status says why: 1 unsupported version, 3 the
+// receiver has another id, 4 the sender is not one of its peers, 5 unknown
+// kind, 6 Config.Admit refused the sender's description, for the reason
+// given (status 2, a wrong cluster id, is no longer sent). The dialler then
+// judges the receiver's description with Admit too, and closes the
+// connection if it refuses: nothing passes between two servers unless
+// each admits the other. A hello with a wrong magic or reserved byte gets
+// no answer. The hello and description must arrive within
 // Config.HandshakeTimeout.
 //
 // On a stream connection the dialler then sends frames, and the receiver
