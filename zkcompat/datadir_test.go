@@ -181,6 +181,24 @@ func TestDataDirectoryMistakes(t *testing.T) {
 		wantAll(t, d.refused(t), "no log in", "never start it empty")
 	})
 
+	t.Run("a directory another server holds", func(t *testing.T) {
+		d := newStandaloneDir(t)
+		p := d.serve(t)
+		writeNode(t, d.addr, "/precious", "x")
+		// A second server on the same data, on another port, and one that
+		// shares only the snapshots, its log elsewhere.
+		second := &standaloneDir{dir: d.dir, port: freeLocalPort(t)}
+		second.write(t)
+		wantAll(t, second.refused(t), "in use", "held by another process")
+		second.write(t, "dataLogDir=elsewhere")
+		wantAll(t, second.refused(t), "no log in")
+		if got := readNode(t, d.addr, "/precious"); got != "x" {
+			t.Errorf("the first server, after the refusals: /precious = %q", got)
+		}
+		p.stop(t)
+		d.write(t)
+	})
+
 	t.Run("restart and a start without snapshots yet", func(t *testing.T) {
 		d := newStandaloneDir(t)
 		p := d.serve(t)

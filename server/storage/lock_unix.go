@@ -19,7 +19,7 @@ func lockDir(d *os.File) error {
 		case err == nil:
 			return nil
 		case errors.Is(err, syscall.EWOULDBLOCK):
-			return fmt.Errorf("%w: %s", ErrLocked, d.Name())
+			return fmt.Errorf("%w: %s is held by another process, most likely a server still running on this data; stop it first", ErrLocked, d.Name())
 		case !errors.Is(err, syscall.EINTR):
 			return err
 		}
