@@ -483,3 +483,40 @@ func TestEnsembleIdentityIgnoresSpelling(t *testing.T) {
 	})
 	writeNode(t, e.addrs[0], "/still", "serving")
 }
+
+// TestLateFirstStartOfAVoter: a voter started for the first time after the
+// others formed the ensemble (as a StatefulSet starts its pods one by one)
+// is new, not a voter that lost its data: it joins and serves, and is on
+// record as holding the log from then on.
+func TestLateFirstStartOfAVoter(t *testing.T) {
+	e := ensembleOf(t, 3, func(self int, peer, election []int) []string {
+		var out []string
+		for i := range 3 {
+			out = append(out, fmt.Sprintf("server.%d=127.0.0.1:%d:%d", i+1, peer[i], election[i]))
+		}
+		return out
+	}, func(int) []string { return nil })
+	for i := range 2 {
+		e.start(t, i)
+	}
+	for i := range 2 {
+		e.procs[i].waitServing(t, e.addrs[i], "srvr", "Zookeeper version: ")
+	}
+	writeNode(t, e.addrs[0], "/early", "1")
+	lead := awaitLeader(t, e.addrs[:2], -1)
+	eventually(t, "the first two voters on record", func() bool {
+		return mntrValue(t, e.addrs[lead], "collie_members_with_log") == 2
+	})
+	e.restart(t, 2)
+	s := connectSession(t, e.addrs[2], 4*time.Second)
+	defer s.Close()
+	if _, err := s.Sync("/early"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, err := s.Get("/early"); err != nil || string(got) != "1" {
+		t.Fatalf("/early through the late voter: %q, %v", got, err)
+	}
+	eventually(t, "the late voter on record", func() bool {
+		return mntrValue(t, e.addrs[lead], "collie_members_with_log") == 3
+	})
+}
