@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -83,5 +84,67 @@ func TestDumpEntriesShowsTheWritesThatStand(t *testing.T) {
 	}
 	if want := "1/1/11 2/1/21 3/1/31 4/2/42"; strings.Join(got, " ") != want {
 		t.Errorf("entries %v, want %s", got, want)
+	}
+}
+
+// TestTruncateKeepsTheSnapshotRecord: a cut that would remove the WAL's
+// record of the snapshot a server starts from is refused, since the log
+// could no longer be replayed from it; a cut after the record is made.
+func TestTruncateKeepsTheSnapshotRecord(t *testing.T) {
+	dir := t.TempDir()
+	disk := newDisk(t, dir)
+	if err := disk.Save(raftpb.HardState{Term: 1, Vote: 1, Commit: 30}, memberLogEntries(1, 30, 1)); err != nil {
+		t.Fatal(err)
+	}
+	snap := raftpb.Snapshot{Metadata: raftpb.SnapshotMetadata{Index: 20, Term: 1, ConfState: raftpb.ConfState{Voters: []uint64{1}}}, Data: []byte("state")}
+	if err := disk.SaveSnapshot(snap); err != nil {
+		t.Fatal(err)
+	}
+	if err := disk.Save(raftpb.HardState{Term: 1, Vote: 1, Commit: 40}, memberLogEntries(31, 40, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := disk.Close(); err != nil {
+		t.Fatal(err)
+	}
+	walDir := filepath.Join(dir, "wal")
+	at := map[uint64]storage.WALRecord{}
+	if _, err := storage.ScanWAL(walDir, func(r storage.WALRecord) error {
+		if r.Entry != nil {
+			at[r.Entry.Index] = r
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	seg := filepath.Join(walDir, at[35].Segment)
+	b, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[at[35].Offset+8+4+1+3] ^= 0x40
+	if err := os.WriteFile(seg, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	d := mustOpen(t, dir)
+	report, err := d.Verify()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(report.Problems) != 1 || report.Problems[0].File != seg || report.Problems[0].Offset != at[35].Offset {
+		t.Fatalf("verify: %+v", report.Problems)
+	}
+	if _, err := d.Truncate(at[25].Segment, at[25].Offset, filepath.Join(t.TempDir(), "b1")); err == nil || !strings.Contains(err.Error(), "snapshot 20") {
+		t.Fatalf("a cut before the snapshot's record: %v", err)
+	}
+	res, err := d.Truncate(at[33].Segment, at[33].Offset, filepath.Join(t.TempDir(), "b2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Snapshot != 20 || res.LastIndexNow != 32 || res.Entries != 2 || res.FirstIndex != 33 || res.LastIndex != 34 {
+		t.Errorf("truncate: %+v", res)
+	}
+	if report, err := d.Verify(); err != nil || !report.Clean() {
+		t.Errorf("verify after the cut: %+v, %v", report, err)
 	}
 }
