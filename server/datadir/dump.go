@@ -353,6 +353,10 @@ func hex(v int64) string { return "0x" + strconv.FormatUint(uint64(v), 16) }
 func (v *EntryJSON) text() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d term=%d %s", v.Index, v.Term, v.Type)
+	if v.Type == "normal" && v.Entry == nil && v.Error == "" {
+		// What a new leader appends first.
+		b.WriteString(" empty")
+	}
 	if e := v.Entry; e != nil {
 		fmt.Fprintf(&b, " %s v%d", e.Type, e.Version)
 		kv := func(k, val string) {
