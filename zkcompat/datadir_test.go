@@ -364,7 +364,78 @@ func TestWipedVoterIsRefused(t *testing.T) {
 					t.Errorf("%s: %q, %v; want %q", path, got, err, want)
 				}
 			}
+			if stopLeader {
+				rebuildWiped(t, e, wiped, acked)
+			}
 		})
+	}
+}
+
+// rebuildWiped follows the README's procedure for the refused voter
+// wiped: writes go on without it; every server is stopped; collie datadir
+// rebuild makes its data from the other two (refusing at first, since its
+// refused start left an empty state behind); all three start. The rebuilt
+// voter serves every acknowledged write, and the ensemble keeps serving
+// with any one server stopped.
+func rebuildWiped(t *testing.T, e *processEnsemble, wiped int, acked map[string]string) {
+	t.Helper()
+	for i := range 3 {
+		if i != wiped {
+			path := fmt.Sprintf("/meanwhile-%d", i)
+			writeNode(t, e.addrs[i], path, "m")
+			acked[path] = "m"
+		}
+	}
+	var from []string
+	for i := range 3 {
+		if i != wiped {
+			e.procs[i].stop(t)
+			from = append(from, "-from", filepath.Join(e.dirs[i], "data"))
+		}
+	}
+	args := append([]string{"datadir", "rebuild", "-c", "zoo.cfg"}, from...)
+	code, out := runCollie(t, e.dirs[wiped], args...)
+	if code == 0 {
+		t.Fatalf("rebuild into the directory the refused start wrote to succeeded:\n%s", out)
+	}
+	wantAll(t, out, "the target holds:", "an empty state", "not empty", "-force-empty-target")
+	code, out = runCollie(t, e.dirs[wiped], append(args, "-force-empty-target")...)
+	if code != 0 {
+		t.Fatalf("rebuild: exit %d:\n%s", code, out)
+	}
+	wantAll(t, out, "removed it", "copying from server", "no vote", fmt.Sprintf("rebuilt server %d", wiped+1))
+
+	for i := range 3 {
+		e.start(t, i)
+	}
+	for i := range 3 {
+		e.procs[i].waitServing(t, e.addrs[i], "srvr", "Zookeeper version: ")
+	}
+	s := connectSession(t, e.addrs[wiped], 4*time.Second)
+	if _, err := s.Sync("/"); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range acked {
+		if got, _, err := s.Get(path); err != nil || string(got) != want {
+			t.Errorf("%s on the rebuilt voter: %q, %v; want %q", path, got, err, want)
+		}
+	}
+	s.Close()
+
+	for down := range 3 {
+		e.procs[down].stop(t)
+		w, r := (down+1)%3, (down+2)%3
+		path := fmt.Sprintf("/without-%d", down+1)
+		writeNode(t, e.addrs[w], path, "w")
+		s := connectSession(t, e.addrs[r], 4*time.Second)
+		if _, err := s.Sync(path); err != nil {
+			t.Fatal(err)
+		}
+		if got, _, err := s.Get(path); err != nil || string(got) != "w" {
+			t.Errorf("with server %d stopped, %s through server %d: %q, %v", down+1, path, r+1, got, err)
+		}
+		s.Close()
+		e.restart(t, down)
 	}
 }
 

@@ -3,6 +3,7 @@
 //
 //	collie server [-c zoo.cfg]   run a server
 //	collie server -dev-ensemble 3   run a local ensemble of 3, to try one out
+//	collie datadir <command>     inspect or repair a stopped server's data directory
 //	collie version               print the version
 package main
 
@@ -35,6 +36,7 @@ commands:
   server    run a server (ZooKeeper-compatible; reads a zoo.cfg with -c)
   cli       a shell like zkCli.sh: collie cli -server host:port [cmd args]
   bench     load a ZooKeeper-protocol server and measure it: collie bench -h
+  datadir   inspect or repair a stopped server's data directory: collie datadir -h
   version   print the version
 `
 
@@ -50,6 +52,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runCLI(args[1:], os.Stdin, stdout, stderr)
 	case "bench":
 		return runBench(args[1:], stdout, stderr)
+	case "datadir":
+		return runDatadir(args[1:], stdout, stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintf(stdout, "collie %s\n", server.Version)
 		return 0

@@ -1052,45 +1052,10 @@ func (n *Node) restore(snap raftpb.Snapshot, streamed bool) error {
 // editing the configuration, and a server that took its configuration's
 // word would split from the others.
 func checkMembers(cfg Config, meta raftpb.SnapshotMetadata, ents []raftpb.Entry) error {
-	voters := make(map[uint64]bool) // id: true for a voter, false for a learner
-	for _, id := range meta.ConfState.Voters {
-		voters[id] = true
-	}
-	for _, id := range meta.ConfState.Learners {
-		voters[id] = false
-	}
-	for _, e := range ents {
-		var cc raftpb.ConfChangeI
-		switch e.Type {
-		case raftpb.EntryConfChange:
-			var c raftpb.ConfChange
-			if err := c.Unmarshal(e.Data); err != nil {
-				return fmt.Errorf("replication: configuration change at %d: %w", e.Index, err)
-			}
-			cc = c
-		case raftpb.EntryConfChangeV2:
-			var c raftpb.ConfChangeV2
-			if err := c.Unmarshal(e.Data); err != nil {
-				return fmt.Errorf("replication: configuration change at %d: %w", e.Index, err)
-			}
-			cc = c
-		default:
-			continue
-		}
-		for _, c := range cc.AsV2().Changes {
-			switch c.Type {
-			case raftpb.ConfChangeAddNode:
-				voters[c.NodeID] = true
-			case raftpb.ConfChangeAddLearnerNode:
-				voters[c.NodeID] = false
-			case raftpb.ConfChangeRemoveNode:
-				delete(voters, c.NodeID)
-			}
-		}
-	}
 	var recorded, configured members
-	for id, v := range voters {
-		recorded.add(id, v)
+	var err error
+	if recorded.voters, recorded.learners, err = RecordedMembers(meta.ConfState, ents); err != nil {
+		return err
 	}
 	for _, id := range cfg.Voters {
 		configured.add(id, true)
@@ -1098,10 +1063,8 @@ func checkMembers(cfg Config, meta raftpb.SnapshotMetadata, ents []raftpb.Entry)
 	for _, id := range cfg.Learners {
 		configured.add(id, false)
 	}
-	for _, m := range []*members{&recorded, &configured} {
-		slices.Sort(m.voters)
-		slices.Sort(m.learners)
-	}
+	slices.Sort(configured.voters)
+	slices.Sort(configured.learners)
 	if recorded.String() == configured.String() {
 		return nil
 	}
@@ -1113,6 +1076,59 @@ func checkMembers(cfg Config, meta raftpb.SnapshotMetadata, ents []raftpb.Entry)
 	}
 	return fmt.Errorf("%w: the configuration lists %s, but this server's data records %s: voters cannot be changed by editing the configuration (observers can be added); restore the server lines the data was written with",
 		ErrMembers, configured, recorded)
+}
+
+// RecordedMembers returns the voters and the learners a log records,
+// sorted: those of the snapshot it starts from (cs), changed by the
+// configuration changes among the entries after it, committed or not, as
+// raft counts them.
+func RecordedMembers(cs raftpb.ConfState, ents []raftpb.Entry) (voters, learners []uint64, err error) {
+	isVoter := make(map[uint64]bool)
+	for _, id := range cs.Voters {
+		isVoter[id] = true
+	}
+	for _, id := range cs.Learners {
+		isVoter[id] = false
+	}
+	for _, e := range ents {
+		var cc raftpb.ConfChangeI
+		switch e.Type {
+		case raftpb.EntryConfChange:
+			var c raftpb.ConfChange
+			if err := c.Unmarshal(e.Data); err != nil {
+				return nil, nil, fmt.Errorf("replication: configuration change at %d: %w", e.Index, err)
+			}
+			cc = c
+		case raftpb.EntryConfChangeV2:
+			var c raftpb.ConfChangeV2
+			if err := c.Unmarshal(e.Data); err != nil {
+				return nil, nil, fmt.Errorf("replication: configuration change at %d: %w", e.Index, err)
+			}
+			cc = c
+		default:
+			continue
+		}
+		for _, c := range cc.AsV2().Changes {
+			switch c.Type {
+			case raftpb.ConfChangeAddNode:
+				isVoter[c.NodeID] = true
+			case raftpb.ConfChangeAddLearnerNode:
+				isVoter[c.NodeID] = false
+			case raftpb.ConfChangeRemoveNode:
+				delete(isVoter, c.NodeID)
+			}
+		}
+	}
+	for id, v := range isVoter {
+		if v {
+			voters = append(voters, id)
+		} else {
+			learners = append(learners, id)
+		}
+	}
+	slices.Sort(voters)
+	slices.Sort(learners)
+	return voters, learners, nil
 }
 
 // ErrMembers is returned by Start when the configured members differ from
