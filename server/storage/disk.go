@@ -31,12 +31,15 @@ func (d *Disk) Identity() Identity { return d.id }
 // Replicated) names. It refuses, with an error matching ErrIdentity, a log
 // and snapshots that are not one server's (a moved or emptied log
 // directory among them), or another server's or mode's data. retain is how
-// many snapshots Compact keeps (autopurge.snapRetainCount); segmentBytes is
+// many snapshots Compact keeps (autopurge.snapRetainCount); segmentSize is
 // the size of a WAL segment (preAllocSize), 0 for the default of 64 MiB.
-func OpenDisk(walDir, snapDir string, who Identity, retain int, segmentBytes int64, lg *slog.Logger) (*Disk, error) {
+func OpenDisk(walDir, snapDir string, who Identity, retain int, segmentSize int64, lg *slog.Logger) (*Disk, error) {
 	lg = logger(lg)
+	if segmentSize <= 0 {
+		segmentSize = segmentBytes
+	}
 	id, err := checkIdentity(walDir, snapDir, who, func(metadata []byte) error {
-		w, err := Create(lg, walDir, metadata)
+		w, err := create(lg, walDir, metadata, segmentSize)
 		if err != nil {
 			return err
 		}
@@ -67,9 +70,7 @@ func OpenDisk(walDir, snapDir string, who Identity, retain int, segmentBytes int
 	if err != nil {
 		return nil, err
 	}
-	if segmentBytes > 0 {
-		w.segmentBytes = segmentBytes
-	}
+	w.segmentBytes = segmentSize
 	d.wal = w
 	d.pending = snap
 	return d, nil

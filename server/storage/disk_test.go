@@ -3,6 +3,7 @@ package storage_test
 import (
 	"bytes"
 	"io"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -45,5 +46,30 @@ func TestDiskOpenSnapshot(t *testing.T) {
 	}
 	if _, err := d.OpenSnapshot(raftpb.SnapshotMetadata{Index: 2, Term: 2}); err == nil {
 		t.Fatal("opened a snapshot at a term that was never written")
+	}
+}
+
+// The first segment a Disk creates has the configured size, not the
+// default's 64 MiB: a small disk configured for small segments must not
+// be refused at the first start.
+func TestDiskFirstSegmentSize(t *testing.T) {
+	const size = 256 << 10
+	dir := t.TempDir()
+	walDir := filepath.Join(dir, "wal")
+	d, err := storage.OpenDisk(walDir, filepath.Join(dir, "snap"), storage.Identity{Server: 1}, 3, size, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	segs := segmentFiles(t, walDir)
+	if len(segs) != 1 {
+		t.Fatalf("%d segments in a new WAL, want 1", len(segs))
+	}
+	fi, err := os.Stat(segs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() != size {
+		t.Fatalf("first segment of %d bytes, want %d", fi.Size(), size)
 	}
 }

@@ -102,7 +102,13 @@ type WAL struct {
 // Create makes a WAL in dir, which must not hold one, and returns it ready
 // to append. metadata is stored at the head of every segment and returned
 // by ReadAll. A nil logger discards.
-func Create(lg *slog.Logger, dir string, metadata []byte) (_ *WAL, err error) {
+func Create(lg *slog.Logger, dir string, metadata []byte) (*WAL, error) {
+	return create(lg, dir, metadata, segmentBytes)
+}
+
+// create is Create with segments of size bytes: the first is allocated
+// whole at once, and a disk too small for the default size would refuse it.
+func create(lg *slog.Logger, dir string, metadata []byte, size int64) (_ *WAL, err error) {
 	if Exist(dir) {
 		return nil, fmt.Errorf("storage: create WAL %s: %w", dir, fs.ErrExist)
 	}
@@ -141,7 +147,7 @@ func Create(lg *slog.Logger, dir string, metadata []byte) (_ *WAL, err error) {
 	if f, err = os.OpenFile(filepath.Join(tmp, first.name()), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err != nil {
 		return nil, err
 	}
-	if err := preallocate(f, segmentBytes); err != nil {
+	if err := preallocate(f, size); err != nil {
 		return nil, err
 	}
 	enc := newEncoder(f, 0, 0)
@@ -174,7 +180,7 @@ func Create(lg *slog.Logger, dir string, metadata []byte) (_ *WAL, err error) {
 		lg:           logger(lg),
 		dir:          dir,
 		dirFile:      d,
-		segmentBytes: segmentBytes,
+		segmentBytes: size,
 		metadata:     bytes.Clone(metadata),
 		enc:          enc,
 	}, nil
