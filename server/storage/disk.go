@@ -106,17 +106,19 @@ func (d *Disk) ReadLog() (raftpb.HardState, []raftpb.Entry, error) {
 	return st, ents, nil
 }
 
-// Save appends the hard state and entries with one fsync.
+// Save appends the hard state and entries with one fsync. See WAL.Save
+// for its ErrNoSpace.
 func (d *Disk) Save(st raftpb.HardState, ents []raftpb.Entry) error {
 	return d.wal.Save(st, ents)
 }
 
 // SaveSnapshot writes a snapshot received whole, then its WAL marker, in
 // the order that survives a crash between the two: a file without a marker
-// is ignored at the next start.
+// is ignored at the next start. A snapshot that finds no space fails with
+// an ErrNoSpace, its unfinished file removed.
 func (d *Disk) SaveSnapshot(snap raftpb.Snapshot) error {
 	if err := d.snaps.Save(snap); err != nil {
-		return err
+		return snapshotNoSpace(d.snaps.dir, err)
 	}
 	return d.MarkSnapshot(snap.Metadata)
 }
@@ -124,9 +126,12 @@ func (d *Disk) SaveSnapshot(snap raftpb.Snapshot) error {
 // WriteSnapshot writes the snapshot file of meta, its data streamed by
 // write (see Snapshotter.Write), and returns the data's size. It may run on
 // its own goroutine beside Save; the snapshot counts only once
-// MarkSnapshot has recorded it.
+// MarkSnapshot has recorded it. A snapshot that finds no space fails with
+// an ErrNoSpace, its unfinished file removed: it may be written again
+// later.
 func (d *Disk) WriteSnapshot(meta raftpb.SnapshotMetadata, write func(io.Writer) error) (int64, error) {
-	return d.snaps.Write(meta, write)
+	size, err := d.snaps.Write(meta, write)
+	return size, snapshotNoSpace(d.snaps.dir, err)
 }
 
 // MarkSnapshot records in the WAL that the snapshot file of meta is

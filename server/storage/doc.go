@@ -199,5 +199,42 @@ once to check it before anyone restores from it; a file that fails its checks
 is renamed to <name>.broken and the next older one is tried; the newest
 broken file is kept for inspection. A file of another format version is not
 damage: loading stops with an error that names it.
+
+# A full disk
+
+Segments are allocated whole before they are used, so appends into a
+segment ask the file system for no space. What does ask for it: the next
+segment (a spare written ahead, or a file allocated at the cut when no
+spare is ready), a Save whose records run past the end of its segment, and
+snapshot files. A lack of space there (ENOSPC, or EDQUOT for a quota) is
+met before anything in place changes, and is not a failure of the log:
+
+  - A cut that finds no space for the next segment (while making its file
+    under a .tmp name, which is then removed) does not fail the Save that
+    filled the segment: the cut truncated and fsynced the full segment
+    first, so that Save's records are durable. The full segment stays the
+    tail, and the next Save or SaveSnapshot makes the next segment first,
+    failing with an error matching ErrNoSpace, before it writes anything,
+    while there is still no space.
+  - A Save whose records would run past the end of its segment allocates
+    their blocks (fallocate) before it writes any, and fails with
+    ErrNoSpace without space.
+  - A snapshot that finds no space fails with ErrNoSpace, its .tmp file
+    removed: nothing refers to a snapshot before WAL.SaveSnapshot.
+
+A call that failed with ErrNoSpace changed nothing and may be made again
+with the same arguments; the replication node retries its append until it
+succeeds, and refuses new writes meanwhile (see package replication). The
+log grows, in the meantime, only as far as its preallocated space allows.
+Every other failure stays fatal, whatever its error: a lack of space met
+while writing into a segment in place (possible only on file systems
+without fallocate, where appends grow the file), and any failed fsync,
+since the kernel may have dropped the pages it could not write (the lesson
+PostgreSQL and etcd drew in 2018): the WAL refuses further appends, the
+server stops, and a restart recovers from what is durable.
+
+A spare is prepared only while the file system has room for it and as much
+again: written into the last free space, it would take that space from the
+cut it is prepared for, and from snapshots.
 */
 package storage

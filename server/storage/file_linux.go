@@ -2,6 +2,7 @@ package storage
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"syscall"
 )
@@ -37,10 +38,23 @@ func preallocate(f *os.File, size int64) error {
 	if errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.ENOSYS) {
 		return nil
 	}
-	return err
+	if err != nil {
+		return &fs.PathError{Op: "fallocate", Path: f.Name(), Err: err}
+	}
+	return nil
 }
 
 // openDirect opens path for writing around the page cache (O_DIRECT).
 func openDirect(path string) (*os.File, error) {
 	return os.OpenFile(path, os.O_WRONLY|syscall.O_DIRECT, 0)
+}
+
+// freeBytes returns the bytes free for this process on the file system
+// holding dir.
+func freeBytes(dir string) (int64, bool) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0, false
+	}
+	return int64(st.Bavail) * int64(st.Bsize), true
 }

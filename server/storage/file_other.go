@@ -18,3 +18,6 @@ func preallocate(*os.File, int64) error { return nil }
 func openDirect(string) (*os.File, error) {
 	return nil, errors.ErrUnsupported
 }
+
+// freeBytes reports that free space is not known here.
+func freeBytes(string) (int64, bool) { return 0, false }

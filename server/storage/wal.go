@@ -97,6 +97,9 @@ type WAL struct {
 	// new attempts after a failure until the next cut.
 	spare       *spare
 	spareFailed bool
+	// tailCut is set when a cut truncated the tail segment to its records
+	// but found no space for the next one: the next append makes it first.
+	tailCut bool
 }
 
 // Create makes a WAL in dir, which must not hold one, and returns it ready
@@ -364,7 +367,8 @@ func (w *WAL) prepareTail(end replayEnd) error {
 // next fsync. Entries must
 // be consecutive and must not leave a gap after the entries already written;
 // an entry at or below the last one written replaces it and everything after
-// it.
+// it. A Save that finds no space on the disk for its records fails with an
+// ErrNoSpace before it writes any, and may be made again.
 func (w *WAL) Save(st raftpb.HardState, ents []raftpb.Entry) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -376,6 +380,9 @@ func (w *WAL) Save(st raftpb.HardState, ents []raftpb.Entry) error {
 		return nil
 	}
 	if err := w.checkEntries(ents); err != nil {
+		return err
+	}
+	if err := w.makeRoom(recordBytes(&st, ents)); err != nil {
 		return err
 	}
 	mustSync := len(ents) > 0 || st.Term != w.state.Term || st.Vote != w.state.Vote
@@ -394,7 +401,7 @@ func (w *WAL) Save(st raftpb.HardState, ents []raftpb.Entry) error {
 		w.state = st
 	}
 	if w.enc.offset() >= w.segmentBytes || !w.tailWritten && w.spare != nil && w.spare.ready() {
-		return w.fail(w.cut())
+		return w.cutAfterSave()
 	}
 	if mustSync {
 		if err := w.fail(w.sync()); err != nil {
@@ -416,7 +423,7 @@ func (w *WAL) prepareSpare() {
 		w.lg.Warn("storage: could not prepare the next WAL segment; it will be allocated when needed", "err", err)
 		w.spare, w.spareFailed = nil, true
 	}
-	if spares && !w.spareFailed {
+	if spares && !w.spareFailed && spareRoom(w.dir, w.segmentBytes) {
 		w.spare = startSpare(w.dir, w.segmentBytes)
 	}
 }
@@ -437,11 +444,15 @@ func (w *WAL) checkEntries(ents []raftpb.Entry) error {
 }
 
 // SaveSnapshot records that a snapshot was saved, and fsyncs. Save the
-// snapshot file first: a record must never point at a missing file.
+// snapshot file first: a record must never point at a missing file. Like
+// Save, it may fail with an ErrNoSpace, having written nothing.
 func (w *WAL) SaveSnapshot(s WALSnapshot) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err := w.appendable(); err != nil {
+		return err
+	}
+	if err := w.makeRoom(frameBytes(4) + frameBytes(16)); err != nil {
 		return err
 	}
 	if err := w.enc.encodeSnapshot(s); err != nil {
@@ -621,7 +632,7 @@ func (w *WAL) nextSegmentFile(tmp string) (f *os.File, written bool, err error) 
 	if err != nil {
 		return nil, false, err
 	}
-	if err := preallocate(f, w.segmentBytes); err != nil {
+	if err := allocate(f, w.segmentBytes); err != nil {
 		f.Close()
 		os.Remove(tmp)
 		return nil, false, err
