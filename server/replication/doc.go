@@ -25,6 +25,12 @@
 // A write is acknowledged to its client from Apply, so only after its
 // fsync on a quorum.
 //
+// An append that finds no space on the disk changed nothing (see
+// Storage): appendLoop holds it and makes it again, with backoff, until
+// there is space, while Propose refuses new proposals with ErrDiskFull and
+// a leader hands its leadership to another voter. A snapshot that finds no
+// space is abandoned and tried again later. diskfull.go has the details.
+//
 // Proposals waiting when run takes one go to raft together, as one
 // message, and the messages of a Ready to one member are merged where the
 // member would do with one what it did with each in turn (coalesce):

@@ -33,7 +33,17 @@ var ErrLeaderChanged = errors.New("replication: the leader changed")
 // a read request (nor a proposal) again.
 var ErrLeaderUnreachable = errors.New("replication: a message to the leader was lost")
 
+// ErrDiskFull fails the proposals made while the disk holding the log is
+// full (see Node.DiskFull): they never reached raft, and never will.
+var ErrDiskFull = errors.New("replication: the disk is full")
+
 // Storage is the durable raft log and snapshots.
+//
+// Save, SaveSnapshot, WriteSnapshot and MarkSnapshot may fail for want of
+// space on the disk, having changed nothing: such an error has a method
+// NoSpace() bool that returns true (storage.NoSpaceError). The node then
+// makes the same call again later. Any other error from Save,
+// SaveSnapshot or MarkSnapshot stops the node.
 type Storage interface {
 	// LoadSnapshot returns the newest snapshot's metadata (index 0 when
 	// there is none) with a reader of its data (nil when there is none;
@@ -197,6 +207,17 @@ type Node struct {
 	snapWG    sync.WaitGroup
 	// sendWG counts the goroutines reading a snapshot to send.
 	sendWG sync.WaitGroup
+	// full is set while the append goroutine holds appends that found no
+	// space on the disk (see DiskFull).
+	full atomic.Pointer[diskFull]
+	// snapRetryAt is when a snapshot may be tried again after one found no
+	// space (Unix nanoseconds; 0 when there is no wait); snapWait is how
+	// long the last wait was, owned by the append goroutine.
+	snapRetryAt atomic.Int64
+	snapWait    time.Duration
+	// handingOff is set, by run, once a leader whose disk is full has
+	// started handing its leadership over, so that it says so once.
+	handingOff bool
 	// wantSnapshot is set when raft needed a snapshot to catch a member
 	// up and the newest one is older than the in-memory log.
 	wantSnapshot atomic.Bool
@@ -401,7 +422,7 @@ func (n *Node) settle() error {
 				return errors.New("a snapshot to install while replaying")
 			}
 		}
-		if err := n.appendAll(appends); err != nil {
+		if _, err := n.appendAll(appends); err != nil {
 			return err
 		}
 		if err := n.applyAll(applies); err != nil {
@@ -429,8 +450,14 @@ func (n *Node) snapshotWanted() {
 // Propose hands data to raft. It does not wait for the entry to commit:
 // the entry reaches the state machine's Apply when it does. failed is
 // called, from the node's goroutine, if the proposal is dropped (no leader,
-// node stopping).
+// node stopping). While the disk is full (DiskFull), the proposal never
+// reaches raft: failed is called with an error matching ErrDiskFull before
+// Propose returns, on the caller's goroutine.
 func (n *Node) Propose(data []byte, failed func(error)) {
+	if err := n.DiskFull(); err != nil {
+		failed(err)
+		return
+	}
 	select {
 	case n.propc <- proposal{data: data, failed: failed}:
 		n.drainIfStopped()
@@ -694,6 +721,7 @@ func (n *Node) run() {
 			n.rn.Tick()
 			n.noteMembers()
 			n.addLearners()
+			n.handOff()
 		case p := <-n.propc:
 			dropped = n.proposeQueued(p, dropped)
 		case <-n.localq.ready:

@@ -24,6 +24,9 @@ import (
 type memStorage struct {
 	// gate, if set, holds each Save of entries until the test lets it go.
 	gate atomic.Pointer[gate]
+	// full, while set, fails the log's writes for want of space, and
+	// snapFull the snapshots' (they may be on another disk).
+	full, snapFull atomic.Bool
 
 	mu   sync.Mutex
 	snap raftpb.Snapshot
@@ -56,6 +59,9 @@ func (m *memStorage) ReadLog() (raftpb.HardState, []raftpb.Entry, error) {
 }
 
 func (m *memStorage) Save(st raftpb.HardState, ents []raftpb.Entry) error {
+	if m.full.Load() {
+		return errNoSpace
+	}
 	if g := m.gate.Load(); g != nil && len(ents) > 0 {
 		g.blocked <- struct{}{}
 		<-g.release
@@ -75,10 +81,22 @@ func (m *memStorage) Save(st raftpb.HardState, ents []raftpb.Entry) error {
 	return nil
 }
 
+// errNoSpace is a write that found no space and changed nothing, as
+// package storage reports one.
+var errNoSpace error = noSpaceError{}
+
+type noSpaceError struct{}
+
+func (noSpaceError) Error() string { return "no space left on device" }
+func (noSpaceError) NoSpace() bool { return true }
+
 // gate lets a test stop Save: Save sends on blocked, then waits on release.
 type gate struct{ blocked, release chan struct{} }
 
 func (m *memStorage) SaveSnapshot(s raftpb.Snapshot) error {
+	if m.full.Load() || m.snapFull.Load() {
+		return errNoSpace
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.snap = s
@@ -86,6 +104,9 @@ func (m *memStorage) SaveSnapshot(s raftpb.Snapshot) error {
 }
 
 func (m *memStorage) WriteSnapshot(meta raftpb.SnapshotMetadata, write func(io.Writer) error) (int64, error) {
+	if m.snapFull.Load() {
+		return 0, errNoSpace
+	}
 	var buf bytes.Buffer
 	if err := write(&buf); err != nil {
 		return 0, err
@@ -100,6 +121,9 @@ func (m *memStorage) WriteSnapshot(meta raftpb.SnapshotMetadata, write func(io.W
 }
 
 func (m *memStorage) MarkSnapshot(meta raftpb.SnapshotMetadata) error {
+	if m.full.Load() {
+		return errNoSpace
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	snap, ok := m.written[meta.Index]

@@ -70,9 +70,50 @@ type restoreTask struct {
 // appendLoop makes raft's log appends durable: every MsgStorageAppend
 // queued while the previous fsync ran shares the next one. It runs beside
 // the loop, which goes on stepping messages, sending entries to the
-// followers and taking proposals while the disk works.
+// followers and taking proposals while the disk works. Appends that find
+// no space on the disk are held and made again later (see diskfull.go).
 func (n *Node) appendLoop() {
-	n.consume(n.appendq.ready, func() error { return n.appendAll(n.appendq.take()) })
+	var (
+		held  []appendTask
+		wait  time.Duration
+		retry *time.Timer
+	)
+	defer func() {
+		if retry != nil {
+			retry.Stop()
+		}
+	}()
+	for {
+		ready, again := n.appendq.ready, (<-chan time.Time)(nil)
+		if held != nil {
+			// What is queued meanwhile waits behind the held appends.
+			ready, again = nil, retry.C
+		}
+		select {
+		case <-ready:
+		case <-again:
+		case <-n.storageStop:
+			return
+		}
+		rest, err := n.appendAll(append(held, n.appendq.take()...))
+		switch {
+		case err == nil:
+			held, wait = nil, 0
+			n.noteSpace(nil)
+		case noSpace(err):
+			held = rest
+			wait = nextWait(wait, noSpaceRetryMin, noSpaceRetryMax)
+			if retry == nil {
+				retry = time.NewTimer(wait)
+			} else {
+				retry.Reset(wait)
+			}
+			n.noteSpace(err)
+		default:
+			n.storageFailed(err)
+			return
+		}
+	}
 }
 
 // consume calls do each time ready signals, until the node stops or do
@@ -126,30 +167,38 @@ func (b *appendBatch) empty() bool {
 	return raft.IsEmptyHardState(b.hs) && len(b.ents) == 0 && len(b.resps) == 0
 }
 
-// appendAll performs tasks in order.
-func (n *Node) appendAll(tasks []appendTask) error {
+// appendAll performs tasks in order. When one fails it returns the error
+// and the tasks from the first one not done on: after a lack of space
+// (noSpace), those are exactly the ones to perform again.
+func (n *Node) appendAll(tasks []appendTask) ([]appendTask, error) {
 	var b appendBatch
-	for _, t := range tasks {
+	batched := 0 // the first task in b
+	for i, t := range tasks {
 		switch {
 		case t.mark != nil:
 			if err := n.flush(&b); err != nil {
-				return err
+				return tasks[batched:], err
 			}
 			if err := n.saveSnapshot(*t.mark); err != nil {
-				return err
+				return tasks[i:], err
 			}
+			batched = i + 1
 		case t.msg.Snapshot != nil:
 			if err := n.flush(&b); err != nil {
-				return err
+				return tasks[batched:], err
 			}
 			if err := n.installSnapshot(t.msg); err != nil {
-				return err
+				return tasks[i:], err
 			}
+			batched = i + 1
 		default:
 			b.add(t.msg)
 		}
 	}
-	return n.flush(&b)
+	if err := n.flush(&b); err != nil {
+		return tasks[batched:], err
+	}
+	return nil, nil
 }
 
 // flush writes b with one fsync, appends its entries to the in-memory log
@@ -192,7 +241,8 @@ func (n *Node) respond(resps []raftpb.Message) {
 
 // installSnapshot makes the snapshot of a MsgStorageAppend durable and
 // has the apply goroutine restore it, after the entries it was handed
-// before.
+// before. Made again after a lack of space, it writes the file and its
+// mark again, which changes nothing.
 func (n *Node) installSnapshot(m raftpb.Message) error {
 	snap := *m.Snapshot
 	// A snapshot without data was written by ReceiveSnapshot as it
@@ -486,6 +536,9 @@ func (n *Node) maybeSnapshot() error {
 	if n.snapping.Load() || !due && !n.wantSnapshot.Load() || n.applied <= snapIndex {
 		return nil
 	}
+	if at := n.snapRetryAt.Load(); at != 0 && time.Now().UnixNano() < at {
+		return nil
+	}
 	n.wantSnapshot.Store(false)
 	n.snapping.Store(true)
 	n.snapAt.Store(n.applied)
@@ -503,21 +556,38 @@ func (n *Node) maybeSnapshot() error {
 
 // saveSnapshot records a snapshot file written beside the loop and
 // compacts the log behind it.
-func (n *Node) saveSnapshot(r snapResult) error {
-	defer n.snapping.Store(false)
+func (n *Node) saveSnapshot(r snapResult) (err error) {
+	defer func() {
+		// A mark that found no space is made again with the snapshot in
+		// hand: trimLog must keep its index in the log meanwhile.
+		if !noSpace(err) {
+			n.snapping.Store(false)
+		}
+	}()
 	index := r.meta.Index
 	if r.err != nil {
+		if noSpace(r.err) {
+			n.snapWait = nextWait(n.snapWait, snapRetryMin, snapRetryMax)
+			n.snapRetryAt.Store(time.Now().Add(n.snapWait).UnixNano())
+			n.log.Warn("cannot write a snapshot: no space left on the device; the log grows until one is written",
+				"index", index, "retry_in", n.snapWait, "err", r.err)
+			return nil
+		}
 		return fmt.Errorf("snapshot state machine at %d: %w", index, r.err)
 	}
 	if index <= n.snapIndex.Load() {
 		// A snapshot received meanwhile is newer.
 		return nil
 	}
-	if _, err := n.mem.CreateSnapshot(index, &r.meta.ConfState, nil); err != nil {
-		return fmt.Errorf("create snapshot at %d: %w", index, err)
-	}
+	// The mark before the in-memory snapshot: a mark that finds no space
+	// changes nothing, and all of this is done again.
 	if err := n.cfg.Storage.MarkSnapshot(r.meta); err != nil {
 		return fmt.Errorf("save snapshot at %d: %w", index, err)
+	}
+	n.snapWait = 0
+	n.snapRetryAt.Store(0)
+	if _, err := n.mem.CreateSnapshot(index, &r.meta.ConfState, nil); err != nil {
+		return fmt.Errorf("create snapshot at %d: %w", index, err)
 	}
 	// Keep some entries behind the snapshot so a slightly lagging
 	// follower catches up from the log rather than by snapshot: in
