@@ -44,7 +44,9 @@ func (s *Server) OpenSession(ctx context.Context, c *conn.Conn, requested time.D
 	s.bySession[id] = c
 	s.conns[c] = struct{}{}
 	s.smu.Unlock()
-	s.propose(&fsm.Entry{Type: fsm.EntryCreateSession, Session: id, Timeout: int32(timeout / time.Millisecond)}, w)
+	if !s.propose(&fsm.Entry{Type: fsm.EntryCreateSession, Session: id, Timeout: int32(timeout / time.Millisecond)}, w) {
+		return conn.Session{}, errNoSessionDiskFull
+	}
 	select {
 	case r := <-done:
 		if r.Err != proto.OK {

@@ -283,6 +283,9 @@ func (s *Server) mntr() string {
 		{"zk_approximate_data_size", fmt.Sprint(size)},
 		{"zk_open_file_descriptor_count", fmt.Sprint(openFDs())},
 		{"zk_uptime", fmt.Sprint(time.Since(s.started).Milliseconds())},
+		// 1 while writes are refused because the disk holding the log is
+		// full.
+		{"collie_disk_full", diskFullGauge(s.node.DiskFull())},
 	}
 	if s.mode() == "leader" {
 		lines = append(lines, s.leaderLines()...)

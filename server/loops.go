@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/collie-io/collie/server/fsm"
+	"github.com/collie-io/collie/server/session"
 )
 
 // expireSessions proposes the closing of every session whose timeout has
@@ -20,6 +21,10 @@ func (s *Server) expireSessions(ctx context.Context) {
 	defer t.Stop()
 	leading := s.node.IsLeader()
 	leader := s.node.Leader()
+	// refused are expired sessions whose closing was refused for a full
+	// disk: the tracker hands a session out once, so they are kept here
+	// and proposed again once the disk has space.
+	var refused []session.ID
 	// observe acts on what the node says of the leader.
 	observe := func(now time.Time) {
 		if l := s.node.Leader(); l != leader {
@@ -58,16 +63,25 @@ func (s *Server) expireSessions(ctx context.Context) {
 		case now := <-t.C:
 			observe(now)
 			if !leading {
+				refused = nil
 				s.reportTouches(leader)
+				continue
+			}
+			if s.node.DiskFull() != nil {
+				// Closing a session is a write: sessions whose time is up
+				// stay open until the disk has space, and expire then.
 				continue
 			}
 			s.recordMembersWithLog(now)
 			s.smu.Lock()
 			expired := s.tracker.Expired(now)
 			s.smu.Unlock()
+			expired, refused = append(refused, expired...), nil
 			for _, id := range expired {
 				s.log.Info("session expired", "session", id)
-				s.propose(&fsm.Entry{Type: fsm.EntryCloseSession, Session: int64(id)}, nil)
+				if !s.propose(&fsm.Entry{Type: fsm.EntryCloseSession, Session: int64(id)}, nil) {
+					refused = append(refused, id)
+				}
 			}
 		}
 	}

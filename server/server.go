@@ -472,13 +472,19 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // entry is applied it is called in the apply goroutine, with mu held, at
 // the entry's place in the log, with a Reader of the state right after
 // it: the requests a connection holds behind the entry are answered there
-// (see package conn). When the entry cannot be proposed, or its fate is
-// unknown, it is called with ErrConnectionLoss and a nil Reader, from any
-// goroutine.
+// (see package conn). When the disk is full and the entry is refused, it
+// is called with errDiskFull by propose, with mu held for reading and a
+// Reader of the state as it is. When the entry cannot be proposed
+// otherwise, or its fate is unknown, it is called with ErrConnectionLoss
+// and a nil Reader, from any goroutine.
 type waiter func(fsm.Result, conn.Reader)
 
-// propose wraps and proposes an entry; done, if not nil, waits for it.
-func (s *Server) propose(e *fsm.Entry, done waiter) {
+// propose wraps and proposes an entry; done, if not nil, waits for it. It
+// reports false when the entry was refused because the disk is full: done
+// has then been called, before propose returns, with errDiskFull and a
+// Reader of the state as it is (the entry will never take a place in the
+// log, so its requests are answered where they stand).
+func (s *Server) propose(e *fsm.Entry, done waiter) bool {
 	s.smu.Lock()
 	s.reqSeq++
 	e.ReqID = s.reqSeq
@@ -491,15 +497,24 @@ func (s *Server) propose(e *fsm.Entry, done waiter) {
 		e.Time = time.Now().UnixMilli()
 	}
 	id := e.ReqID
+	accepted := true
 	s.node.Propose(e.Marshal(), func(err error) {
 		s.smu.Lock()
 		w := s.waiters[id]
 		delete(s.waiters, id)
 		s.smu.Unlock()
+		if errors.Is(err, replication.ErrDiskFull) {
+			accepted = false
+			if w != nil {
+				s.View(func(rd conn.Reader) { w(fsm.Result{Err: errDiskFull, Zxid: s.fsm.LastZxid()}, rd) })
+			}
+			return
+		}
 		if w != nil {
 			w(fsm.Result{Err: proto.ErrConnectionLoss}, nil)
 		}
 	})
+	return accepted
 }
 
 // awaitResult is a waiter that hands the result to a channel, for a

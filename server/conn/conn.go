@@ -38,8 +38,11 @@ type Backend interface {
 	// called from the apply goroutine at the write's place in the log:
 	// after the write's watch events are queued and before the next
 	// entry is applied, with a Reader of the state at that point. When
-	// the write's outcome cannot be known (its proposal was lost), it is
-	// called from any goroutine with a nil Reader.
+	// the write is refused before it reaches the log (the disk is full),
+	// it is called before Write returns, with the refusal's code and a
+	// Reader of the state as it is, as View gives one. When the write's
+	// outcome cannot be known (its proposal was lost), it is called from
+	// any goroutine with a nil Reader.
 	Write(c *Conn, op proto.OpCode, body []byte, auth []proto.ID, done func(Reply, Reader))
 	// Sync asks for a ReadIndex: done is called once the state has
 	// applied everything committed when Sync was called, with a Reader

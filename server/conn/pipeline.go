@@ -162,8 +162,10 @@ func (c *Conn) proposeHeld() {
 }
 
 // applied is a write's done. With a Reader it runs in the apply goroutine
-// at the write's apply point; without one the outcome of the write is
-// unknown.
+// at the write's apply point, or in process when the write was refused
+// before it reached the log (it then has no effect, and the requests
+// behind it are answered from the state as it is); without one the
+// outcome of the write is unknown.
 func (c *Conn) applied(it *item, r Reply, rd Reader) {
 	if rd == nil {
 		c.unknownOutcome(it.xid)
