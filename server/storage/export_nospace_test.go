@@ -18,3 +18,17 @@ func FailAllocations(tb testing.TB, fail func(path string) error) {
 	}
 	tb.Cleanup(func() { allocate = old })
 }
+
+// FailSyncs has the fsyncs of appended WAL records and of new segments
+// fail with the error fail returns for the file, when it returns one,
+// until the test ends.
+func FailSyncs(tb testing.TB, fail func(path string) error) {
+	old := syncData
+	syncData = func(f *os.File) error {
+		if err := fail(f.Name()); err != nil {
+			return err
+		}
+		return old(f)
+	}
+	tb.Cleanup(func() { syncData = old })
+}

@@ -55,10 +55,11 @@ func outOfSpace(err error) bool {
 
 // spoilsNothing reports whether err is a lack of space met while making a
 // file that is not in place yet (a .tmp name: a segment or spare being
-// prepared, a snapshot being written) and not by an fsync: the file is
-// removed, and nothing that was in place before changed. A lack of space
-// met on a file in place, or reported by an fsync (which may mean the
-// kernel dropped written pages), is not.
+// prepared, a snapshot being written), by opening, writing, allocating or
+// renaming it: the file is removed, and nothing that was in place before
+// changed. A lack of space met on a file in place, or reported by an
+// fsync (which may mean the kernel dropped written pages) or a close, is
+// not.
 func spoilsNothing(err error) bool {
 	if !outOfSpace(err) {
 		return false
@@ -66,11 +67,14 @@ func spoilsNothing(err error) bool {
 	var le *os.LinkError
 	if errors.As(err, &le) {
 		// A rename is all or nothing.
-		return strings.HasSuffix(le.Old, tmpSuffix)
+		return le.Op == "rename" && strings.HasSuffix(le.Old, tmpSuffix)
 	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
-		return pe.Op != "sync" && strings.HasSuffix(pe.Path, tmpSuffix)
+		switch pe.Op {
+		case "open", "write", "fallocate":
+			return strings.HasSuffix(pe.Path, tmpSuffix)
+		}
 	}
 	return false
 }

@@ -162,6 +162,32 @@ func TestWALFailedSegmentIsNotRetried(t *testing.T) {
 	}
 }
 
+// An fsync that fails, for want of space or not, is never tried again: a
+// new segment whose fsync fails fails the WAL for good, although the
+// segment was not in place yet.
+func TestWALFailedSyncIsNotRetried(t *testing.T) {
+	const segment = 64 << 10
+	storage.SetSegmentBytes(t, segment)
+	storage.NoSpares(t)
+	storage.FailSyncs(t, func(path string) error {
+		if newSegments(path) {
+			return syscall.ENOSPC
+		}
+		return nil
+	})
+	w := mustCreate(t, filepath.Join(t.TempDir(), "wal"), nil)
+	var err error
+	for last := uint64(0); err == nil; last += 10 {
+		err = w.Save(raftpb.HardState{Term: 1, Commit: last}, entries(last+1, last+10, 1))
+	}
+	if errors.Is(err, storage.ErrNoSpace) || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("cut failed with %v, want the fsync's ENOSPC, not an ErrNoSpace", err)
+	}
+	if again := w.Save(raftpb.HardState{Term: 1}, nil); !errors.Is(again, syscall.ENOSPC) || errors.Is(again, storage.ErrNoSpace) {
+		t.Fatalf("Save after a failed fsync: %v, want the first error again", again)
+	}
+}
+
 // On a real file system that fills up, appends and snapshot writes fail
 // with ErrNoSpace and leave nothing behind; once space is freed they
 // succeed, and the log holds exactly the appends that succeeded.
