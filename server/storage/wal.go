@@ -210,7 +210,8 @@ func Open(lg *slog.Logger, dir string, snap WALSnapshot) (_ *WAL, err error) {
 	}
 	segs = segs[i:]
 	if j := contiguousFrom(segs); j != 0 {
-		return nil, fmt.Errorf("%w: segment %s does not follow %s", ErrCorrupt, segs[j].name(), segs[j-1].name())
+		return nil, fmt.Errorf("%w: WAL segment %s does not follow %s: a segment between them is missing", ErrCorrupt,
+			filepath.Join(dir, segs[j].name()), filepath.Join(dir, segs[j-1].name()))
 	}
 	if err := removeStaleTemps(dir); err != nil {
 		return nil, err
@@ -307,7 +308,7 @@ func (w *WAL) ReadAll() (metadata []byte, st raftpb.HardState, ents []raftpb.Ent
 		return nil
 	})
 	if err != nil {
-		return nil, raftpb.HardState{}, nil, fmt.Errorf("storage: read WAL %s: %w", w.dir, err)
+		return nil, raftpb.HardState{}, nil, fmt.Errorf("storage: read WAL: %w", err)
 	}
 	if !match {
 		end.f.Close()
@@ -328,8 +329,10 @@ func (w *WAL) prepareTail(end replayEnd) error {
 	if err != nil {
 		return err
 	}
-	if end.torn {
-		w.lg.Warn("storage: dropped a torn write at the end of the WAL", "segment", end.seg.name(), "offset", end.off)
+	if end.torn.end > end.off {
+		w.lg.Warn("storage: cut off a write that a crash interrupted at the end of the WAL",
+			"file", filepath.Join(w.dir, end.seg.name()), "offset", end.off,
+			"bytes", end.torn.end-end.off, "records", end.torn.records)
 	}
 	if fi.Size() > end.off {
 		// Whatever follows the last good record goes, not just a torn one:
@@ -373,6 +376,9 @@ func (w *WAL) Save(st raftpb.HardState, ents []raftpb.Entry) error {
 		return err
 	}
 	mustSync := len(ents) > 0 || st.Term != w.state.Term || st.Vote != w.state.Vote
+	if err := w.enc.openBatch(); err != nil {
+		return w.fail(err)
+	}
 	for i := range ents {
 		if err := w.enc.encodeEntry(&ents[i]); err != nil {
 			return w.fail(err)
@@ -437,6 +443,9 @@ func (w *WAL) SaveSnapshot(s WALSnapshot) error {
 	defer w.mu.Unlock()
 	if err := w.appendable(); err != nil {
 		return err
+	}
+	if err := w.enc.openBatch(); err != nil {
+		return w.fail(err)
 	}
 	if err := w.enc.encodeSnapshot(s); err != nil {
 		return w.fail(err)
@@ -537,6 +546,9 @@ func (w *WAL) sync() error {
 	err := syncData(w.enc.f)
 	if took := time.Since(start); took > slowSync {
 		w.lg.Warn("storage: slow WAL fsync", "took", took)
+	}
+	if err == nil {
+		w.enc.open = false
 	}
 	return err
 }
@@ -693,64 +705,102 @@ type replayEnd struct {
 	seg   segment
 	off   int64 // just after the last good record
 	chain uint32
-	torn  bool // the last segment ends in a torn write
+	torn  tail // what a crash left after off, to be cut off
 }
 
-// replay reads the records of segs in order and hands each to fn. A torn
-// write is tolerated at the end of the last segment only.
+// replay reads the records of segs in order and hands each to fn. Where the
+// records of the last segment stop before its end, what follows is checked
+// to be what a crash during an append leaves (checkTail) when reading to
+// append (keepTail); otherwise it is taken to be so, since the log may be
+// being appended to meanwhile. Every other segment must end with its last
+// record.
 func replay(dir string, segs []segment, keepTail bool, fn func(recordType, []byte) error) (replayEnd, error) {
 	// Reading to append is reading the entries to keep: their data may
 	// alias what was read.
 	d := decoder{keep: keepTail}
 	for i, s := range segs {
 		last := i == len(segs)-1
+		path := filepath.Join(dir, s.name())
 		flag := os.O_RDONLY
 		if last && keepTail {
 			flag = os.O_RDWR
 		}
-		f, err := os.OpenFile(filepath.Join(dir, s.name()), flag, 0)
+		f, err := os.OpenFile(path, flag, 0)
 		if err != nil {
 			return replayEnd{}, err
 		}
-		torn, err := replaySegment(&d, f, fn)
-		if err == nil && torn && !last {
-			err = fmt.Errorf("%w: record cut short in a full segment", ErrCorrupt)
+		end := replayEnd{f: f, seg: s}
+		var why error
+		end.off, why, err = replaySegment(&d, f, fn)
+		switch {
+		case err == nil && why != nil && !last:
+			err = fmt.Errorf("%w: %w before the end of a segment that was full", ErrCorrupt, why)
+		case err == nil && why != nil && keepTail:
+			var fi os.FileInfo
+			if fi, err = f.Stat(); err == nil {
+				end.torn, err = checkTail(f, fi.Size(), end.off, why)
+			}
 		}
 		if err != nil {
 			f.Close()
-			return replayEnd{}, fmt.Errorf("segment %s, record at offset %d: %w", s.name(), d.recOff, err)
+			return replayEnd{}, locate(dir, segs, i, d.recOff, err)
 		}
 		if last && keepTail {
-			return replayEnd{f: f, seg: s, off: d.off, chain: d.chain, torn: torn}, nil
+			end.chain = d.chain
+			return end, nil
 		}
 		f.Close()
 	}
 	return replayEnd{}, nil
 }
 
-func replaySegment(d *decoder, f *os.File, fn func(recordType, []byte) error) (torn bool, err error) {
+// locate says where in the log, segment i of segs at offset off, err was
+// found.
+func locate(dir string, segs []segment, i int, off int64, err error) error {
+	path := filepath.Join(dir, segs[i].name())
+	if !errors.Is(err, ErrCorrupt) {
+		return fmt.Errorf("%s, offset %d: %w", path, off, err)
+	}
+	if off == 0 && i > 0 && errors.Is(err, ErrCRCMismatch) {
+		// The chain breaks between two segments: the earlier one may
+		// have lost its last records as well.
+		err = fmt.Errorf("%w; or %s lost records at its end", err, filepath.Join(dir, segs[i-1].name()))
+	}
+	ce := &CorruptError{Path: path, Offset: off, Err: err}
+	for _, s := range segs[i+1:] {
+		ce.Later = append(ce.Later, filepath.Join(dir, s.name()))
+	}
+	return ce
+}
+
+// replaySegment hands the records of one segment to fn. It returns where
+// they stop and, when that is not the end of the file, why (errZeroLength,
+// errTorn or errCutShort).
+func replaySegment(d *decoder, f *os.File, fn func(recordType, []byte) error) (off int64, why, err error) {
 	fi, err := f.Stat()
 	if err != nil {
-		return false, err
+		return 0, nil, err
 	}
 	d.reset(f, fi.Size())
-	for first := true; ; first = false {
+	for i := 0; ; i++ {
 		t, data, err := d.next()
 		switch {
-		case first && (err == io.EOF || err == errTorn):
+		case i < 2 && (err == io.EOF || err == errZeroLength || err == errTorn || err == errCutShort):
 			// Segments are complete before they get their names.
-			return false, fmt.Errorf("%w: segment has no header", ErrCorrupt)
+			return 0, nil, fmt.Errorf("%w: segment header cut short (%w)", ErrCorrupt, err)
 		case err == io.EOF:
-			return false, nil
-		case err == errTorn:
-			return true, nil
+			return d.off, nil, nil
+		case err == errZeroLength || err == errTorn || err == errCutShort:
+			return d.off, err, nil
 		case err != nil:
-			return false, err
-		case first && t != crcType:
-			return false, fmt.Errorf("%w: segment starts with record type %d", ErrCorrupt, t)
+			return 0, nil, err
+		case i == 0 && t != crcType:
+			return 0, nil, fmt.Errorf("%w: segment starts with record type %d", ErrCorrupt, t)
+		case i == 1 && t != metadataType:
+			return 0, nil, fmt.Errorf("%w: segment header has record type %d where metadata belongs", ErrCorrupt, t)
 		}
 		if err := fn(t, data); err != nil {
-			return false, err
+			return 0, nil, err
 		}
 	}
 }
