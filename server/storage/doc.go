@@ -46,7 +46,8 @@ A WAL is safe for use by several goroutines, but appends are meant to come
 from one goroutine: the replication node's append goroutine. After a failed
 write or fsync the WAL refuses further appends and returns the first error
 again: after a failed fsync the kernel may have dropped the unwritten pages,
-so the only safe course is to stop and recover from the files on restart.
+so the only safe course is to stop and recover from the files on restart
+(see "Crashes and corruption").
 
 # WAL directory
 
@@ -188,6 +189,15 @@ rebuilt from its peers.
 
 A length or data bound read from disk is checked against the size of the
 file and a 128 MiB record limit before anything is allocated.
+
+After a failed write or fsync, the WAL refuses every further append with the
+first error, and truncates the tail segment back to the end of what the last
+successful fsync made durable: the kernel may report a failed writeback
+once, mark the pages clean, and go on serving them from its cache, so that a
+restarted process would otherwise read records that never reached the disk
+and take them for durable ones. ReadAll fsyncs the tail segment before it
+returns, so that what it read and what is appended after it is durable
+whichever process wrote it.
 
 # Snapshot files
 

@@ -163,7 +163,7 @@ func (e *encoder) writePages() error {
 	if n <= 0 {
 		return nil
 	}
-	if _, err := e.f.WriteAt(e.buf[:n], e.off); err != nil {
+	if _, err := writeAt(e.f, e.buf[:n], e.off); err != nil {
 		return err
 	}
 	e.off += int64(n)
@@ -189,7 +189,7 @@ func (e *encoder) flush() error {
 	padded := (n + pageBytes - 1) &^ (pageBytes - 1)
 	e.buf = slices.Grow(e.buf, padded-n)[:padded]
 	clear(e.buf[n:])
-	_, err := e.f.WriteAt(e.buf, e.off)
+	_, err := writeAt(e.f, e.buf, e.off)
 	e.buf = e.buf[:n]
 	if err != nil {
 		return err

@@ -103,7 +103,7 @@ func (s *Snapshotter) Write(meta raftpb.SnapshotMetadata, write func(io.Writer) 
 		os.Remove(tmp)
 		return 0, fmt.Errorf("storage: save snapshot: %w", err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := rename(tmp, path); err != nil {
 		os.Remove(tmp)
 		return 0, fmt.Errorf("storage: save snapshot: %w", err)
 	}
@@ -146,7 +146,7 @@ func writeSnapshotFile(path string, meta raftpb.SnapshotMetadata, write func(io.
 	if err := bw.Flush(); err != nil {
 		return 0, err
 	}
-	if err := f.Sync(); err != nil {
+	if err := syncFile(f); err != nil {
 		return 0, err
 	}
 	return data.n, f.Close()

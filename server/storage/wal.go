@@ -57,8 +57,20 @@ var segmentBytes int64 = 64 << 20
 // need segments cut only when full turn it off.
 var spares = true
 
-// syncData makes a segment's appended records durable. Tests count calls.
-var syncData = fdatasync
+// The file operations whose failure the WAL and the snapshots must
+// survive go through these variables, so that tests can make them fail or
+// stop the process part way.
+var (
+	// syncData makes a segment's appended records durable.
+	syncData = fdatasync
+	// writeAt writes a segment's records.
+	writeAt = (*os.File).WriteAt
+	// syncFile makes a snapshot file, a truncated segment or a directory
+	// durable.
+	syncFile = (*os.File).Sync
+	// rename gives a finished segment or snapshot file its name.
+	rename = os.Rename
+)
 
 // slowSync is how long an fsync may take before the WAL warns: beyond it,
 // raft heartbeats and elections start to suffer.
@@ -88,8 +100,11 @@ type WAL struct {
 	lastIndex uint64
 	tail      segment
 	enc       *encoder // appends to the tail segment; nil until ReadAll
-	err       error    // the first failed write; the WAL accepts no more
-	closed    bool
+	// durable is how far the tail segment's records are known to be on
+	// disk: the end of the records of the last fsync that succeeded.
+	durable int64
+	err     error // the first failed write; the WAL accepts no more
+	closed  bool
 	// tailWritten is set when the tail segment was a spare, its blocks
 	// written ahead. A tail that is not is cut as soon as a spare is ready.
 	tailWritten bool
@@ -157,14 +172,14 @@ func Create(lg *slog.Logger, dir string, metadata []byte) (_ *WAL, err error) {
 	if err := syncData(f); err != nil {
 		return nil, err
 	}
-	if err := d.Sync(); err != nil {
+	if err := syncFile(d); err != nil {
 		return nil, err
 	}
 	// Replaces dir only if it is an empty directory.
 	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("storage: create WAL: %w", err)
 	}
-	if err := os.Rename(tmp, dir); err != nil {
+	if err := rename(tmp, dir); err != nil {
 		return nil, err
 	}
 	if err := syncDir(filepath.Dir(filepath.Clean(dir))); err != nil {
@@ -177,6 +192,7 @@ func Create(lg *slog.Logger, dir string, metadata []byte) (_ *WAL, err error) {
 		segmentBytes: segmentBytes,
 		metadata:     bytes.Clone(metadata),
 		enc:          enc,
+		durable:      enc.offset(),
 	}, nil
 }
 
@@ -341,15 +357,19 @@ func (w *WAL) prepareTail(end replayEnd) error {
 		if err := end.f.Truncate(end.off); err != nil {
 			return err
 		}
-		if err := end.f.Sync(); err != nil {
-			return err
-		}
+	}
+	// The records read may be a dead process's writes that the kernel
+	// still holds: they are acknowledged from now on, so they must be on
+	// disk.
+	if err := syncFile(end.f); err != nil {
+		return err
 	}
 	if err := preallocate(end.f, w.segmentBytes); err != nil {
 		return err
 	}
 	w.tail = end.seg
 	w.enc = newEncoder(end.f, end.off, end.chain)
+	w.durable = end.off
 	return w.enc.resume()
 }
 
@@ -485,7 +505,7 @@ func (w *WAL) PurgeTo(index uint64) error {
 		return nil
 	}
 	w.lg.Debug("storage: purged WAL segments", "count", removed, "index", index)
-	if err := w.dirFile.Sync(); err != nil {
+	if err := syncFile(w.dirFile); err != nil {
 		return fmt.Errorf("storage: purge WAL: %w", err)
 	}
 	return nil
@@ -531,9 +551,21 @@ func (w *WAL) appendable() error {
 
 // fail makes err, if any, the WAL's permanent state: after a failed write or
 // fsync nothing says which records reached the disk.
+//
+// The tail segment is cut back to what the last good fsync made durable.
+// After a failed fsync the kernel may mark the pages it could not write
+// clean and go on serving them from its cache: a restart of the process
+// would read them back, take records that never reached the disk for
+// durable ones, and acknowledge them. A truncation drops them from the
+// cache; if it does not reach the disk either, a crash leaves what a crash
+// during the append would.
 func (w *WAL) fail(err error) error {
 	if err != nil && w.err == nil {
 		w.err = fmt.Errorf("storage: append to WAL %s: %w", w.dir, err)
+		if terr := w.enc.f.Truncate(w.durable); terr != nil {
+			w.lg.Warn("storage: could not cut the WAL back to its durable records after a failed write",
+				"file", filepath.Join(w.dir, w.tail.name()), "offset", w.durable, "err", terr)
+		}
 	}
 	return w.err
 }
@@ -549,6 +581,7 @@ func (w *WAL) sync() error {
 	}
 	if err == nil {
 		w.enc.open = false
+		w.durable = w.enc.offset()
 	}
 	return err
 }
@@ -563,9 +596,10 @@ func (w *WAL) cut() (err error) {
 	if err := old.f.Truncate(old.offset()); err != nil {
 		return err
 	}
-	if err := old.f.Sync(); err != nil {
+	if err := syncFile(old.f); err != nil {
 		return err
 	}
+	w.durable = old.offset()
 
 	next := segment{seq: w.tail.seq + 1, index: w.lastIndex + 1}
 	path := filepath.Join(w.dir, next.name())
@@ -595,16 +629,17 @@ func (w *WAL) cut() (err error) {
 		return err
 	}
 	// The segment appears under its name only once it is complete.
-	if err := os.Rename(tmp, path); err != nil {
+	if err := rename(tmp, path); err != nil {
 		return err
 	}
-	if err := w.dirFile.Sync(); err != nil {
+	if err := syncFile(w.dirFile); err != nil {
 		return err
 	}
 	if err := old.f.Close(); err != nil {
 		w.lg.Warn("storage: close full WAL segment", "segment", w.tail.name(), "err", err)
 	}
 	w.enc, w.tail, w.tailWritten = enc, next, written
+	w.durable = enc.offset()
 	w.spareFailed = false
 	w.lg.Info("storage: started WAL segment", "segment", next.name())
 	return nil
@@ -617,7 +652,7 @@ func (w *WAL) nextSegmentFile(tmp string) (f *os.File, written bool, err error) 
 	if w.spare != nil && w.spare.ready() {
 		s := w.spare
 		w.spare = nil
-		if err := os.Rename(s.path, tmp); err != nil {
+		if err := rename(s.path, tmp); err != nil {
 			s.discard()
 			return nil, false, err
 		}
@@ -810,7 +845,7 @@ func syncDir(dir string) error {
 	if err != nil {
 		return err
 	}
-	err = d.Sync()
+	err = syncFile(d)
 	if cerr := d.Close(); err == nil {
 		err = cerr
 	}
