@@ -79,13 +79,17 @@ func MisalignDirectWrites(tb testing.TB, dir string) bool {
 // FileHook runs f before each file operation whose failure the WAL and the
 // snapshots must survive, until the test ends: op is "write" (WAL
 // records), "fdatasync" (appended WAL records, a new segment), "fsync"
-// (snapshot files, truncated segments, directories) or "rename", and path
-// is the file (for a rename, its new name). An error from f fails the
-// operation without doing it. Set it before the WAL or snapshotter is
-// used.
+// (snapshot files, truncated segments, directories), "rename" or
+// "remove", and path is the file: for a rename, its new name; for an open
+// file, the name it was opened under (a segment made from a spare is
+// spare.wal.tmp, one a cut made is its name with .tmp). An error from f
+// fails the operation without doing it. Set it before the WAL or
+// snapshotter is used.
 func FileHook(tb testing.TB, f func(op, path string) error) {
-	oldWrite, oldData, oldSync, oldRename := writeAt, syncData, syncFile, rename
-	tb.Cleanup(func() { writeAt, syncData, syncFile, rename = oldWrite, oldData, oldSync, oldRename })
+	oldWrite, oldData, oldSync, oldRename, oldRemove := writeAt, syncData, syncFile, rename, remove
+	tb.Cleanup(func() {
+		writeAt, syncData, syncFile, rename, remove = oldWrite, oldData, oldSync, oldRename, oldRemove
+	})
 	writeAt = func(file *os.File, b []byte, off int64) (int, error) {
 		if err := f("write", file.Name()); err != nil {
 			return 0, err
@@ -109,5 +113,11 @@ func FileHook(tb testing.TB, f func(op, path string) error) {
 			return err
 		}
 		return oldRename(from, to)
+	}
+	remove = func(path string) error {
+		if err := f("remove", path); err != nil {
+			return err
+		}
+		return oldRemove(path)
 	}
 }

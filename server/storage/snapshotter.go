@@ -252,7 +252,7 @@ func (s *Snapshotter) Purge(keep int) (oldest uint64, err error) {
 	}
 	kept := marks[:min(keep, len(marks))]
 	for _, m := range marks[len(kept):] {
-		if err := os.Remove(filepath.Join(s.dir, snapName(m))); err != nil {
+		if err := remove(filepath.Join(s.dir, snapName(m))); err != nil {
 			return 0, fmt.Errorf("storage: purge snapshots: %w", err)
 		}
 	}

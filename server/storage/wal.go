@@ -70,6 +70,8 @@ var (
 	syncFile = (*os.File).Sync
 	// rename gives a finished segment or snapshot file its name.
 	rename = os.Rename
+	// remove purges a segment or snapshot file.
+	remove = os.Remove
 )
 
 // slowSync is how long an fsync may take before the WAL warns: beyond it,
@@ -496,7 +498,7 @@ func (w *WAL) PurgeTo(index uint64) error {
 		if s.seq >= w.tail.seq {
 			break
 		}
-		if err := os.Remove(filepath.Join(w.dir, s.name())); err != nil {
+		if err := remove(filepath.Join(w.dir, s.name())); err != nil {
 			return fmt.Errorf("storage: purge WAL: %w", err)
 		}
 		removed++
