@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -145,4 +146,70 @@ func firstChangedRecord(before, after []byte) int {
 		}
 	}
 	return len(before)
+}
+
+// A corrupt log says how to cut it at the damage: truncate the damaged
+// segment there and remove the later ones, or remove it too when the
+// damage is in its header. A log so cut reads up to the damage.
+func TestCorruptErrorCut(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		record func(b []byte) int // the record of the last segment but one to damage
+	}{
+		{"in the records", func(b []byte) int { return recordOf(t, b, firstEntryIn(t, b)+3)[0] }},
+		{"in the header", func([]byte) int { return 24 }}, // the metadata record
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			storage.NoSpares(t)
+			storage.SetSegmentBytes(t, 4<<10)
+			dir := filepath.Join(t.TempDir(), "wal")
+			w := mustCreate(t, dir, nil)
+			for i := uint64(0); i < 30; i++ {
+				mustSave(t, w, raftpb.HardState{Term: 1, Commit: i*10 + 10}, entries(i*10+1, i*10+10, 1))
+			}
+			mustClose(t, w)
+			segs := segmentFiles(t, dir)
+			damaged := segs[len(segs)-2]
+			b, err := os.ReadFile(damaged)
+			mustCheck(t, err)
+			at := tc.record(b)
+			b[at+8] ^= 0x20 // its checksum
+			mustCheck(t, os.WriteFile(damaged, b, 0o600))
+
+			var ce *storage.CorruptError
+			if err := readErr(t, dir, storage.WALSnapshot{}); !errors.As(err, &ce) || ce.Path != damaged || ce.Offset != int64(at) {
+				t.Fatalf("ReadAll: %v; want a CorruptError at %s, offset %d", err, damaged, at)
+			}
+			size, remove, ok := ce.Cut()
+			if !ok || !slices.Equal(remove[len(remove)-1:], segs[len(segs)-1:]) {
+				t.Fatalf("Cut: %d %v %v", size, remove, ok)
+			}
+			if size >= 0 {
+				mustCheck(t, os.Truncate(damaged, size))
+			}
+			for _, f := range remove {
+				mustCheck(t, os.Remove(f))
+			}
+			_, _, _, got := mustRead(t, dir, storage.WALSnapshot{})
+			last := firstEntryIn(t, b) - 1
+			if size > 0 {
+				last += 3
+			}
+			checkEntries(t, got, entries(1, last, 1))
+		})
+	}
+}
+
+// firstEntryIn returns the index of the first entry in a segment.
+func firstEntryIn(t *testing.T, b []byte) uint64 {
+	t.Helper()
+	for _, s := range recordSpans(b) {
+		if rec := b[s[0]:s[1]]; rec[12] == 2 {
+			var e raftpb.Entry
+			mustUnmarshal(&e, rec[13:8+binary.LittleEndian.Uint64(rec)])
+			return e.Index
+		}
+	}
+	t.Fatal("no entry in the segment")
+	return 0
 }

@@ -233,6 +233,8 @@ type decoder struct {
 	size    int64 // size of the current segment file
 	off     int64 // offset just after the last good record
 	recOff  int64 // offset of the record last asked for
+	recNo   int   // its place in the segment, from 0
+	good    int   // records of the current segment read so far
 	chain   uint32
 	chained bool
 }
@@ -244,7 +246,7 @@ const readChunk = 4 << 20
 func (d *decoder) reset(f *os.File, size int64) {
 	d.f = f
 	d.pos, d.end = 0, 0
-	d.size, d.off = size, 0
+	d.size, d.off, d.good = size, 0, 0
 }
 
 // fill makes n bytes from off on available in chunk[pos:], which the caller
@@ -278,7 +280,7 @@ func (d *decoder) fill(n int) error {
 // have ended the log; and an error matching ErrCorrupt for what no crash
 // leaves.
 func (d *decoder) next() (recordType, []byte, error) {
-	d.recOff = d.off
+	d.recOff, d.recNo = d.off, d.good
 	rem := d.size - d.off
 	if rem == 0 {
 		return 0, nil, io.EOF
@@ -330,6 +332,7 @@ func (d *decoder) next() (recordType, []byte, error) {
 	}
 	d.chain = binary.LittleEndian.Uint32(buf)
 	d.chained = true
+	d.good++
 	d.pos += lenBytes + frame
 	d.off += int64(lenBytes + frame)
 	return t, data, nil

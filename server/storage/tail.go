@@ -117,6 +117,24 @@ type CorruptError struct {
 	// after the damage.
 	Later []string
 	Err   error
+	// segment is set for damage to a WAL segment, header for damage to
+	// the records every segment begins with.
+	segment, header bool
+}
+
+// Cut says how to cut the log at the damage, giving up every record from
+// it on: truncate Path to size bytes, or remove it when size is -1 (its
+// header is damaged), and remove the segments in remove. It returns false
+// for damage that is not in a WAL segment. Whether to is the operator's
+// call: the records cut off may have been acknowledged.
+func (e *CorruptError) Cut() (size int64, remove []string, ok bool) {
+	if !e.segment {
+		return 0, nil, false
+	}
+	if e.header {
+		return -1, append([]string{e.Path}, e.Later...), true
+	}
+	return e.Offset, e.Later, true
 }
 
 func (e *CorruptError) Error() string {

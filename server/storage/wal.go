@@ -780,7 +780,7 @@ func replay(dir string, segs []segment, keepTail bool, fn func(recordType, []byt
 		}
 		if err != nil {
 			f.Close()
-			return replayEnd{}, locate(dir, segs, i, d.recOff, err)
+			return replayEnd{}, locate(dir, segs, i, d.recOff, d.recNo < 2, err)
 		}
 		if last && keepTail {
 			end.chain = d.chain
@@ -791,9 +791,9 @@ func replay(dir string, segs []segment, keepTail bool, fn func(recordType, []byt
 	return replayEnd{}, nil
 }
 
-// locate says where in the log, segment i of segs at offset off, err was
-// found.
-func locate(dir string, segs []segment, i int, off int64, err error) error {
+// locate says where in the log, segment i of segs at offset off (in its
+// header or not), err was found.
+func locate(dir string, segs []segment, i int, off int64, header bool, err error) error {
 	path := filepath.Join(dir, segs[i].name())
 	if !errors.Is(err, ErrCorrupt) {
 		return fmt.Errorf("%s, offset %d: %w", path, off, err)
@@ -803,7 +803,7 @@ func locate(dir string, segs []segment, i int, off int64, err error) error {
 		// have lost its last records as well.
 		err = fmt.Errorf("%w; or %s lost records at its end", err, filepath.Join(dir, segs[i-1].name()))
 	}
-	ce := &CorruptError{Path: path, Offset: off, Err: err}
+	ce := &CorruptError{Path: path, Offset: off, Err: err, segment: true, header: header}
 	for _, s := range segs[i+1:] {
 		ce.Later = append(ce.Later, filepath.Join(dir, s.name()))
 	}
