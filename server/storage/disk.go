@@ -92,7 +92,7 @@ func (d *Disk) LoadSnapshot() (raftpb.SnapshotMetadata, io.ReadCloser, error) {
 func (d *Disk) ReadLog() (raftpb.HardState, []raftpb.Entry, error) {
 	_, st, ents, err := d.wal.ReadAll()
 	if err != nil {
-		return raftpb.HardState{}, nil, fmt.Errorf("storage: read WAL: %w", err)
+		return raftpb.HardState{}, nil, err
 	}
 	return st, ents, nil
 }
