@@ -77,17 +77,24 @@ func writeSweepLog(t *testing.T) *sweepLog {
 	d, _ := mustOpenDisk(t, filepath.Join(p.root, "wal"), filepath.Join(p.root, "snap"))
 	r := rand.New(rand.NewPCG(1, 2))
 	snapped := uint64(0)
-	// Past 700 entries, go on until the last segment is three quarters
-	// full: the tail rule is at work there, and needs appends to follow
-	// the damage.
-	for next := uint64(1); next <= 700 || lastSegmentEnd(t, filepath.Join(p.root, "wal")) < 6<<10; {
+	// Past 700 entries, go on until the last segment is well filled: the
+	// tail rule is at work there, and needs appends to follow the damage.
+	// The last append holds entries, not a snapshot record.
+	for next, more := uint64(1), true; more; {
+		more = next <= 700 || lastSegmentEnd(t, filepath.Join(p.root, "wal")) < 5<<10
 		ents := make([]raftpb.Entry, 1+r.IntN(9))
+		size := 120
+		if !more {
+			// Over several sectors, so that damage may fall in it alone,
+			// and not past the segment's end.
+			ents, size = make([]raftpb.Entry, 30), 40
+		}
 		for i := range ents {
-			data := make([]byte, r.IntN(120))
+			data := make([]byte, r.IntN(size))
 			for j := range data {
 				data[j] = byte(r.Uint32())
 			}
-			if r.IntN(20) == 0 {
+			if more && r.IntN(20) == 0 {
 				clear(data) // zero sectors inside records
 				data = append(data, make([]byte, 600)...)
 			}
@@ -96,7 +103,7 @@ func writeSweepLog(t *testing.T) *sweepLog {
 		mustCheck(t, d.Save(raftpb.HardState{Term: 1, Vote: 1, Commit: next + uint64(len(ents)) - 1}, ents))
 		p.acked = append(p.acked, ents...)
 		next += uint64(len(ents))
-		if last := next - 1; last-snapped >= 70 {
+		if last := next - 1; more && last-snapped >= 70 {
 			meta := raftpb.SnapshotMetadata{Index: last, Term: 1, ConfState: raftpb.ConfState{Voters: []uint64{1}}}
 			data := fmt.Appendf(nil, "state at %d %s", last, bytes.Repeat([]byte{byte(last)}, r.IntN(3000)))
 			p.snapData[last] = data
@@ -200,9 +207,11 @@ func (p *sweepLog) damageAndCheck(t *testing.T, seed uint64) string {
 	}
 	outcome := "intact"
 	if last < uint64(len(p.acked)) {
-		keep, ok := p.crashLike(target, pristine, damaged)
-		if !ok || last < keep {
-			t.Errorf("log ends at %d of %d acknowledged entries, but the damage is not what a crash leaves (or it lost entries before it; all through %d are intact)", last, len(p.acked), keep)
+		switch keep, ok := p.crashLike(target, pristine, damaged); {
+		case !ok:
+			t.Errorf("log ends at %d of %d acknowledged entries, but the damage is not what a crash leaves", last, len(p.acked))
+		case last < keep:
+			t.Errorf("log ends at %d, but every entry through %d lies before the damage", last, keep)
 		}
 		outcome = "cut like a crash"
 	}
