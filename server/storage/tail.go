@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"os"
 )
 
 // crcFrame is the size of a crc record on disk: length word, checksum,
@@ -32,7 +33,7 @@ type tail struct {
 // during an append can leave it, and returns what the crash left behind
 // to be cut off. Otherwise it returns an error matching ErrCorrupt. The
 // rule is documented under "Crashes and corruption" in the package doc.
-func checkTail(f io.ReaderAt, size, off int64, why error) (tail, error) {
+func checkTail(f *os.File, size, off int64, why error) (tail, error) {
 	if errors.Is(why, errCutShort) && size%pageBytes != 0 {
 		return tail{}, fmt.Errorf("%w: %w, and the file's size, %d, is not a whole number of pages as appends leave it", ErrCorrupt, why, size)
 	}
@@ -48,46 +49,59 @@ func checkTail(f io.ReaderAt, size, off int64, why error) (tail, error) {
 
 // scanTail reads the segment from off to size, looking for an intact crc
 // record, and measures what is not zero.
-func scanTail(f io.ReaderAt, size, off int64) (tail, error) {
+func scanTail(f *os.File, size, off int64) (tail, error) {
 	t := tail{batch: -1, end: off}
 	next := off // where the next record begins while its framing holds; -1 after
+	// Much of a segment's tail is often blocks allocated and never
+	// written: they need no reading.
+	ranges, err := dataRanges(f, off, size)
+	if err != nil {
+		return t, err
+	}
 	buf := make([]byte, tailScanChunk+crcFrame)
-	for base := off; base < size; base += tailScanChunk {
-		n, err := f.ReadAt(buf[:min(int64(len(buf)), size-base)], base)
-		if err != nil && !errors.Is(err, io.EOF) {
-			return t, err
+	for _, r := range ranges {
+		// Keep the 8-byte grid of the records.
+		from := off + (r[0]-off)&^(lenBytes-1)
+		if next >= 0 && next < from {
+			next = -1
 		}
-		b := buf[:n]
-		for i := 0; i < min(n, tailScanChunk); {
-			o := base + int64(i)
-			if o%pageBytes == 0 && i+pageBytes <= n && isZero(b[i:i+pageBytes]) {
-				if next >= o && next < o+pageBytes {
-					next = -1
-				}
-				i += pageBytes
-				continue
+		for base := from; base < r[1]; base += tailScanChunk {
+			n, err := f.ReadAt(buf[:min(int64(len(buf)), size-base)], base)
+			if err != nil && !errors.Is(err, io.EOF) {
+				return t, err
 			}
-			word := b[i:min(i+lenBytes, n)]
-			for j := len(word) - 1; j >= 0; j-- {
-				if word[j] != 0 {
-					t.end = o + int64(j) + 1
-					break
+			b := buf[:n]
+			for i := 0; i < min(n, tailScanChunk, int(r[1]-base)); {
+				o := base + int64(i)
+				if o%pageBytes == 0 && i+pageBytes <= n && isZero(b[i:i+pageBytes]) {
+					if next >= o && next < o+pageBytes {
+						next = -1
+					}
+					i += pageBytes
+					continue
 				}
-			}
-			if o == next {
-				next = -1
-				if len(word) == lenBytes {
-					if l := binary.LittleEndian.Uint64(word); l >= bodyHeader && l <= maxRecordBytes {
-						t.records++
-						next = o + lenBytes + int64(l) + int64(padding(int(l)))
+				word := b[i:min(i+lenBytes, n)]
+				for j := len(word) - 1; j >= 0; j-- {
+					if word[j] != 0 {
+						t.end = o + int64(j) + 1
+						break
 					}
 				}
+				if o == next {
+					next = -1
+					if len(word) == lenBytes {
+						if l := binary.LittleEndian.Uint64(word); l >= bodyHeader && l <= maxRecordBytes {
+							t.records++
+							next = o + lenBytes + int64(l) + int64(padding(int(l)))
+						}
+					}
+				}
+				if isCRCRecord(b[i:]) {
+					t.batch = o
+					return t, nil
+				}
+				i += lenBytes
 			}
-			if isCRCRecord(b[i:]) {
-				t.batch = o
-				return t, nil
-			}
-			i += lenBytes
 		}
 	}
 	return t, nil
