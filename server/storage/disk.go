@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"strings"
 
 	"go.etcd.io/raft/v3/raftpb"
 )
@@ -57,7 +58,7 @@ func OpenDisk(walDir, snapDir string, retain int, segmentBytes int64, lg *slog.L
 	}
 	w, err := Open(lg, walDir, WALSnapshot{Index: snap.Metadata.Index, Term: snap.Metadata.Term})
 	if err != nil {
-		return nil, err
+		return nil, d.brokenSnapshot(err)
 	}
 	if segmentBytes > 0 {
 		w.segmentBytes = segmentBytes
@@ -92,9 +93,24 @@ func (d *Disk) LoadSnapshot() (raftpb.SnapshotMetadata, io.ReadCloser, error) {
 func (d *Disk) ReadLog() (raftpb.HardState, []raftpb.Entry, error) {
 	_, st, ents, err := d.wal.ReadAll()
 	if err != nil {
-		return raftpb.HardState{}, nil, err
+		return raftpb.HardState{}, nil, d.brokenSnapshot(err)
 	}
 	return st, ents, nil
+}
+
+// brokenSnapshot explains an error of reading the log from an older
+// snapshot than it was written from, when the newer ones were set aside
+// as damaged: the damage is what stops the start.
+func (d *Disk) brokenSnapshot(err error) error {
+	if errors.Is(err, ErrCorrupt) {
+		return err
+	}
+	broken, lerr := filepath.Glob(filepath.Join(d.snaps.dir, "*"+snapSuffix+brokenSuffix))
+	if lerr != nil || len(broken) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w: %s was set aside as damaged, and the log cannot be replayed from an older snapshot: %w",
+		ErrCorrupt, strings.Join(broken, ", "), err)
 }
 
 // Save appends the hard state and entries with one fsync.
