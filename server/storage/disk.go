@@ -61,7 +61,7 @@ func OpenDisk(walDir, snapDir string, retain int, segmentBytes int64, lg *slog.L
 		return nil, d.brokenSnapshot(err)
 	}
 	if segmentBytes > 0 {
-		w.segmentBytes = segmentBytes
+		w.segmentBytes = wholePages(segmentBytes)
 	}
 	d.wal = w
 	d.pending = snap

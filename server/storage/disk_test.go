@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -92,6 +93,35 @@ func TestDiskDamagedSnapshotWithoutFallback(t *testing.T) {
 		}
 		if !errors.Is(err, storage.ErrCorrupt) || !strings.Contains(err.Error(), snap) {
 			t.Fatalf("open: %v; want an error that matches ErrCorrupt and names %s", err, snap)
+		}
+	}
+}
+
+// Segments are whole pages long, whatever size they are asked to be: a
+// crash during an append that runs past the preallocated end must leave a
+// file of whole pages, as the tail rule expects of appends.
+func TestDiskSegmentsAreWholePages(t *testing.T) {
+	storage.NoSpares(t)
+	root := t.TempDir()
+	walDir := filepath.Join(root, "wal")
+	d, err := storage.OpenDisk(walDir, filepath.Join(root, "snap"), 1, 5<<10, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if _, _, err := d.ReadLog(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Save(raftpb.HardState{Term: 1, Commit: 1}, entries(1, 1, 1)); err != nil {
+		t.Fatal(err)
+	}
+	segs, err := filepath.Glob(filepath.Join(walDir, "*.wal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range segs {
+		if fi, err := os.Stat(s); err != nil || fi.Size()%4096 != 0 {
+			t.Fatalf("%s: %v, %v; want whole pages", s, fi.Size(), err)
 		}
 	}
 }

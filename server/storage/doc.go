@@ -60,11 +60,11 @@ number grows by one per segment, without gaps. The raft index is the index of
 the first entry the segment was opened for (the last index written so far, or
 of a later snapshot record, plus one), so the segment holding a snapshot's
 index is the last one whose index is not above it. A segment is cut once it
-holds at least the segment size (64 MiB unless OpenDisk is given another),
-after the Save that crossed the limit. The new segment is written under a
-.tmp name, fsynced, renamed into place and the directory fsynced, so a
-segment either exists whole or not at all; stale .tmp files are removed by
-Open. A cut truncates the old segment to its records first. The directory is
+holds at least the segment size (64 MiB unless OpenDisk is given another,
+rounded up to whole 4 KiB pages), after the Save that crossed the limit.
+The new segment is written under a .tmp name, fsynced, renamed into place
+and the directory fsynced, so a segment either exists whole or not at all;
+stale .tmp files are removed by Open. A cut truncates the old segment to its records first. The directory is
 locked (flock) while a WAL is open, so a second writer, in this process or
 another, fails with ErrLocked.
 

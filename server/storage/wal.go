@@ -53,6 +53,11 @@ var (
 // segmentBytes is the size at which a segment is cut. Tests lower it.
 var segmentBytes int64 = 64 << 20
 
+// wholePages rounds a segment size up to whole pages: appends write whole
+// pages, and a crash while one runs past the preallocated end of a segment
+// must leave the file whole pages long, as the tail rule expects.
+func wholePages(n int64) int64 { return (n + pageBytes - 1) &^ (pageBytes - 1) }
+
 // spares turns on the preparing of segments ahead of their cut. Tests that
 // need segments cut only when full turn it off.
 var spares = true
@@ -158,7 +163,7 @@ func Create(lg *slog.Logger, dir string, metadata []byte) (_ *WAL, err error) {
 	if f, err = os.OpenFile(filepath.Join(tmp, first.name()), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err != nil {
 		return nil, err
 	}
-	if err := preallocate(f, segmentBytes); err != nil {
+	if err := preallocate(f, wholePages(segmentBytes)); err != nil {
 		return nil, err
 	}
 	enc := newEncoder(f, 0, 0)
@@ -191,7 +196,7 @@ func Create(lg *slog.Logger, dir string, metadata []byte) (_ *WAL, err error) {
 		lg:           logger(lg),
 		dir:          dir,
 		dirFile:      d,
-		segmentBytes: segmentBytes,
+		segmentBytes: wholePages(segmentBytes),
 		metadata:     bytes.Clone(metadata),
 		enc:          enc,
 		durable:      enc.offset(),
@@ -238,7 +243,7 @@ func Open(lg *slog.Logger, dir string, snap WALSnapshot) (_ *WAL, err error) {
 		lg:           logger(lg),
 		dir:          dir,
 		dirFile:      d,
-		segmentBytes: segmentBytes,
+		segmentBytes: wholePages(segmentBytes),
 		start:        snap,
 		segs:         segs,
 	}, nil
