@@ -53,7 +53,9 @@ func scanTail(f *os.File, size, off int64) (tail, error) {
 	t := tail{batch: -1, end: off}
 	next := off // where the next record begins while its framing holds; -1 after
 	// Much of a segment's tail is often blocks allocated and never
-	// written: they need no reading.
+	// written: they need no reading. (Finding them moves the file's
+	// offset, which nothing reads from any more: the records were read
+	// before, and appends write at offsets of their own.)
 	ranges, err := dataRanges(f, off, size)
 	if err != nil {
 		return t, err
