@@ -252,10 +252,10 @@ func TestServerRefusesADamagedLog(t *testing.T) {
 // A member of an ensemble is told not to rejoin on a damaged, cut or
 // emptied log, and why; a standalone server is told how to cut it.
 func TestDamagedLogAdvice(t *testing.T) {
-	ce := &storage.CorruptError{Path: "/data/wal/x.wal", Offset: 4096, Err: storage.ErrCRCMismatch}
+	ce := &storage.CorruptError{Path: "data/wal/x.wal", Offset: 4096, Err: storage.ErrCRCMismatch}
 	member := server.Damaged(false, fmt.Errorf("read: %w", ce)).Error()
 	t.Logf("member: %s", member)
-	for _, want := range []string{"/data/wal/x.wal, offset 4096", "must not rejoin", "rebuild it from its peers"} {
+	for _, want := range []string{"data/wal/x.wal, offset 4096", "must not rejoin", "rebuild it from its peers"} {
 		if !strings.Contains(member, want) {
 			t.Errorf("member: %q does not say %q", member, want)
 		}
