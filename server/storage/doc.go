@@ -158,17 +158,17 @@ acknowledged, since Save had not returned) only when all of these hold:
 
 It then truncates the segment at X before anything is appended and, when
 what it cuts off is not all zeros, logs a warning naming the file, X, and
-how many bytes and records (as far as their length words can be followed)
-it cut off. Anything else is corruption:
-ReadAll fails with a *CorruptError naming the file and the offset of the
-first damaged record, which matches ErrCorrupt (and ErrCRCMismatch for
-checksum failures), and changes nothing. That includes a checksum failure
-without a zero sector, a length word no writer produces (top bits set, below
-5, above 128 MiB), a crc record that does not continue the chain, a gap in
-the entry indexes, a record cut short or a zero length word before the end
-of a segment other than the last, and a missing segment. ValidSnapshotEntries,
-which may read a log being appended to, only stops at the end of the last
-segment's records; ReadAll's verdict is the one that counts.
+how many bytes and records (as far as their length words can be followed) it
+cut off. Anything else is corruption: ReadAll fails with a *CorruptError
+naming the file and the offset of the first damaged record, which matches
+ErrCorrupt (and ErrCRCMismatch for checksum failures), and changes nothing.
+That includes a checksum failure without a zero sector, a length word no
+writer produces (top bits set, below 5, above 128 MiB), a crc record that
+does not continue the chain, a gap in the entry indexes, a record cut short
+or a zero length word before the end of a segment other than the last, and a
+missing segment. ValidSnapshotEntries, which may read a log being appended
+to, only stops at the end of the last segment's records; ReadAll's verdict
+is the one that counts.
 
 What the rule cannot tell from a crash, no reader of these files can: damage
 confined to the last append, or damage that also wipes out every crc record
