@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -156,7 +157,11 @@ func New(cfg config.Config, logger *slog.Logger) (*Server, error) {
 	who := storage.Identity{Server: s.id, Replicated: !cfg.Standalone}
 	disk, err := storage.OpenDisk(filepath.Join(cfg.DataLogDir, "wal"), filepath.Join(cfg.DataDir, "snap"), who, cfg.AutopurgeSnapRetainCount, cfg.PreAllocSize, logger)
 	if err != nil {
-		return nil, fmt.Errorf("server: open storage: %w", err)
+		return nil, fmt.Errorf("server: open storage: %w", s.damaged(err))
+	}
+	var store replication.Storage = disk
+	if testHookStorage != nil {
+		store = testHookStorage(disk)
 	}
 	var transport *peer.Transport
 	if !cfg.Standalone {
@@ -175,7 +180,7 @@ func New(cfg config.Config, logger *slog.Logger) (*Server, error) {
 		ElectionTicks:  10,
 		HeartbeatTicks: 1,
 		SnapCount:      uint64(cfg.SnapCount),
-		Storage:        disk,
+		Storage:        store,
 		FSM:            (*stateMachine)(s),
 		Logger:         logger,
 	}
@@ -188,7 +193,7 @@ func New(cfg config.Config, logger *slog.Logger) (*Server, error) {
 		if transport != nil {
 			transport.Close()
 		}
-		return nil, fmt.Errorf("server: start raft: %w", err)
+		return nil, fmt.Errorf("server: start raft: %w", s.damaged(err))
 	}
 	s.node = node
 	if transport != nil {
@@ -217,6 +222,39 @@ func New(cfg config.Config, logger *slog.Logger) (*Server, error) {
 	s.smu.Unlock()
 	s.mu.RUnlock()
 	return s, nil
+}
+
+// testHookStorage, when set, stands between the node and the disk.
+var testHookStorage func(replication.Storage) replication.Storage
+
+// damaged adds to an error that found this server's files damaged what the
+// operator can do about it.
+func (s *Server) damaged(err error) error {
+	if !errors.Is(err, storage.ErrCorrupt) {
+		return err
+	}
+	if !s.cfg.Standalone {
+		// Raft counts on a voter keeping what it acknowledged; an
+		// observer that forgot would be sent commit indexes beyond its
+		// log, which raft treats as a lost log and panics on.
+		return fmt.Errorf("%w; this member must not rejoin with its log as it is, cut, or emptied: the ensemble may count writes it acknowledged as committed, and raft relies on its keeping them. Keep it stopped and rebuild it from its peers with collie datadir rebuild (see \"A member that lost its data\" in Collie's README); the ensemble goes on serving while a majority of its voters runs", err)
+	}
+	advice := "restore the data directories from a backup"
+	var ce *storage.CorruptError
+	if errors.As(err, &ce) {
+		if size, remove, ok := ce.Cut(); ok {
+			var steps []string
+			if size >= 0 {
+				steps = append(steps, fmt.Sprintf("truncate -s %d %s", size, ce.Path))
+			}
+			if len(remove) > 0 {
+				steps = append(steps, "rm "+strings.Join(remove, " "))
+			}
+			advice += fmt.Sprintf("; or, giving up for good every write logged from offset %d of %s on, cut the log there and start the server again: collie datadir truncate -at %s:%d -backup DIR keeps a copy first (by hand: %s)",
+				ce.Offset, ce.Path, filepath.Base(ce.Path), ce.Offset, strings.Join(steps, " && "))
+		}
+	}
+	return fmt.Errorf("%w; the log is damaged: %s", err, advice)
 }
 
 // readLegacySecret reads the session secret that servers before the

@@ -31,6 +31,13 @@
 // a leader hands its leadership to another voter. A snapshot that finds no
 // space is abandoned and tried again later. diskfull.go has the details.
 //
+// A storage write that fails otherwise (an append, a snapshot file, its
+// record in the log) stops the node with ErrStorageFailed, and is never
+// tried again: after a failed fsync nobody can tell what reached the disk,
+// and the storage refuses further appends. Nothing that write would have promised
+// is sent, and a snapshot whose file failed is not recorded. A node
+// started again on the same storage recovers what did reach it.
+//
 // Proposals waiting when run takes one go to raft together, as one
 // message, and the messages of a Ready to one member are merged where the
 // member would do with one what it did with each in turn (coalesce):

@@ -23,6 +23,12 @@ import (
 // ErrStopped is returned for work handed to a node that has stopped.
 var ErrStopped = errors.New("replication: node stopped")
 
+// ErrStorageFailed is what a node that stopped because its storage failed
+// a write returns from Err, wrapping the storage's error. The write is not
+// tried again: after a failed fsync nobody can tell what reached the disk.
+// A new node started on the same storage recovers from what did.
+var ErrStorageFailed = errors.New("replication: a write to storage failed")
+
 // ErrLeaderChanged fails a ReadIndex that was waiting when the leader
 // changed: the leader it was sent to will not answer it, and no other
 // leader would.
@@ -733,7 +739,11 @@ func (n *Node) run() {
 		case c := <-n.confc:
 			c.done <- *n.rn.ApplyConfChange(c.cc)
 		case err := <-n.storageErr:
-			n.log.Error("replication stopped", "err", err)
+			if errors.Is(err, ErrStorageFailed) {
+				n.log.Error("replication stopped: the disk failed a write, which is not tried again; a restart recovers what reached the disk", "err", err)
+			} else {
+				n.log.Error("replication stopped", "err", err)
+			}
 			n.fail(err)
 			n.failPending(err)
 			return

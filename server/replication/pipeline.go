@@ -208,7 +208,7 @@ func (n *Node) flush(b *appendBatch) error {
 		return nil
 	}
 	if err := n.cfg.Storage.Save(b.hs, b.ents); err != nil {
-		return fmt.Errorf("save log: %w", err)
+		return fmt.Errorf("%w: save log: %w", ErrStorageFailed, err)
 	}
 	if err := n.mem.Append(b.ents); err != nil {
 		return fmt.Errorf("append to raft log: %w", err)
@@ -250,14 +250,14 @@ func (n *Node) installSnapshot(m raftpb.Message) error {
 	streamed := len(snap.Data) == 0
 	if streamed {
 		if err := n.cfg.Storage.MarkSnapshot(snap.Metadata); err != nil {
-			return fmt.Errorf("mark received snapshot: %w", err)
+			return fmt.Errorf("%w: mark received snapshot: %w", ErrStorageFailed, err)
 		}
 	} else if err := n.cfg.Storage.SaveSnapshot(snap); err != nil {
-		return fmt.Errorf("save received snapshot: %w", err)
+		return fmt.Errorf("%w: save received snapshot: %w", ErrStorageFailed, err)
 	}
 	hs := raftpb.HardState{Term: m.Term, Vote: m.Vote, Commit: m.Commit}
 	if err := n.cfg.Storage.Save(hs, m.Entries); err != nil {
-		return fmt.Errorf("save log: %w", err)
+		return fmt.Errorf("%w: save log: %w", ErrStorageFailed, err)
 	}
 	done := make(chan error, 1)
 	n.applyq.push(applyTask{restore: &restoreTask{snap: snap, streamed: streamed, done: done}})
@@ -405,7 +405,9 @@ type confRequest struct {
 }
 
 // storageFailed stops the node: a write the log or the state machine
-// could not make leaves it unable to keep raft's promises.
+// could not make leaves it unable to keep raft's promises. Nothing is
+// tried again: after a failed fsync nobody can tell what reached the
+// disk, so the only way on is a restart, which reads what did.
 func (n *Node) storageFailed(err error) {
 	if errors.Is(err, ErrStopped) {
 		return
@@ -573,7 +575,8 @@ func (n *Node) saveSnapshot(r snapResult) (err error) {
 				"index", index, "retry_in", n.snapWait, "err", r.err)
 			return nil
 		}
-		return fmt.Errorf("snapshot state machine at %d: %w", index, r.err)
+		// Not recorded: a restart goes on from the snapshot before.
+		return fmt.Errorf("%w: snapshot state machine at %d: %w", ErrStorageFailed, index, r.err)
 	}
 	if index <= n.snapIndex.Load() {
 		// A snapshot received meanwhile is newer.
@@ -582,7 +585,7 @@ func (n *Node) saveSnapshot(r snapResult) (err error) {
 	// The mark before the in-memory snapshot: a mark that finds no space
 	// changes nothing, and all of this is done again.
 	if err := n.cfg.Storage.MarkSnapshot(r.meta); err != nil {
-		return fmt.Errorf("save snapshot at %d: %w", index, err)
+		return fmt.Errorf("%w: save snapshot at %d: %w", ErrStorageFailed, index, err)
 	}
 	n.snapWait = 0
 	n.snapRetryAt.Store(0)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"strings"
 
 	"go.etcd.io/raft/v3/raftpb"
 )
@@ -38,6 +39,8 @@ func OpenDisk(walDir, snapDir string, who Identity, retain int, segmentSize int6
 	if segmentSize <= 0 {
 		segmentSize = segmentBytes
 	}
+	// Appends write whole pages, and the crash rule relies on it.
+	segmentSize = wholePages(segmentSize)
 	id, err := checkIdentity(walDir, snapDir, who, func(metadata []byte) error {
 		w, err := create(lg, walDir, metadata, segmentSize)
 		if err != nil {
@@ -68,7 +71,7 @@ func OpenDisk(walDir, snapDir string, who Identity, retain int, segmentSize int6
 	}
 	w, err := Open(lg, walDir, WALSnapshot{Index: snap.Metadata.Index, Term: snap.Metadata.Term})
 	if err != nil {
-		return nil, err
+		return nil, d.brokenSnapshot(err)
 	}
 	w.segmentBytes = segmentSize
 	d.wal = w
@@ -101,9 +104,24 @@ func (d *Disk) LoadSnapshot() (raftpb.SnapshotMetadata, io.ReadCloser, error) {
 func (d *Disk) ReadLog() (raftpb.HardState, []raftpb.Entry, error) {
 	_, st, ents, err := d.wal.ReadAll()
 	if err != nil {
-		return raftpb.HardState{}, nil, fmt.Errorf("storage: read WAL: %w", err)
+		return raftpb.HardState{}, nil, d.brokenSnapshot(err)
 	}
 	return st, ents, nil
+}
+
+// brokenSnapshot explains an error of reading the log from an older
+// snapshot than it was written from, when the newer ones were set aside
+// as damaged: the damage is what stops the start.
+func (d *Disk) brokenSnapshot(err error) error {
+	if errors.Is(err, ErrCorrupt) {
+		return err
+	}
+	broken, lerr := filepath.Glob(filepath.Join(d.snaps.dir, "*"+snapSuffix+brokenSuffix))
+	if lerr != nil || len(broken) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w: %s was set aside as damaged, and the log cannot be replayed from an older snapshot: %w",
+		ErrCorrupt, strings.Join(broken, ", "), err)
 }
 
 // Save appends the hard state and entries with one fsync. See WAL.Save

@@ -46,7 +46,8 @@ A WAL is safe for use by several goroutines, but appends are meant to come
 from one goroutine: the replication node's append goroutine. After a failed
 write or fsync the WAL refuses further appends and returns the first error
 again: after a failed fsync the kernel may have dropped the unwritten pages,
-so the only safe course is to stop and recover from the files on restart.
+so the only safe course is to stop and recover from the files on restart
+(see "Crashes and corruption").
 
 # Identity
 
@@ -84,11 +85,11 @@ number grows by one per segment, without gaps. The raft index is the index of
 the first entry the segment was opened for (the last index written so far, or
 of a later snapshot record, plus one), so the segment holding a snapshot's
 index is the last one whose index is not above it. A segment is cut once it
-holds at least the segment size (64 MiB unless OpenDisk is given another),
-after the Save that crossed the limit. The new segment is written under a
-.tmp name, fsynced, renamed into place and the directory fsynced, so a
-segment either exists whole or not at all; stale .tmp files are removed by
-Open. A cut truncates the old segment to its records first. The directory is
+holds at least the segment size (64 MiB unless OpenDisk is given another,
+rounded up to whole 4 KiB pages), after the Save that crossed the limit.
+The new segment is written under a .tmp name, fsynced, renamed into place
+and the directory fsynced, so a segment either exists whole or not at all;
+stale .tmp files are removed by Open. A cut truncates the old segment to its records first. The directory is
 locked (flock) while a WAL is open, so a second writer, in this process or
 another, fails with ErrLocked.
 
@@ -126,7 +127,8 @@ leaves half a length. Record types and their data:
 	1 metadata  the bytes given to Create; repeated at the head of every segment
 	2 entry     a raftpb.Entry in protobuf encoding
 	3 state     a raftpb.HardState in protobuf encoding
-	4 crc       uint32, little endian: the checksum of the record before this one
+	4 crc       uint32, little endian: the checksum of the record before this one;
+	            at the head of every segment and of every append
 	5 snapshot  index uint64, term uint64, little endian: a snapshot was saved
 
 Every segment starts with a crc record, then a metadata record; the first
@@ -151,27 +153,76 @@ unnoticed: the next segment's crc record no longer matches.
 
 # Crashes and corruption
 
-Records are written with pwrite in whole 4 KiB pages. The last page of each
-Save is written just before the fsync, padded with zeros, and written again
-with the next Save's records; an append never writes part of a page, which
-the kernel would first read from disk when the page is not cached. A crash
-therefore leaves the unsynced tail of the last segment either cut short or
-zero from a sector (512 byte) boundary on. ReadAll treats as a torn write,
-and silently drops together with everything after it:
+Records reach a segment in appends: the records that one fsync makes
+durable (a Save that changes entries, term or vote, with any commit-only
+HardState before it; a snapshot record; what Close flushes). Every append
+begins with a crc record carrying the checksum so far. Its records are
+written with pwrite in whole 4 KiB pages: the last page of an append is
+written padded with zeros, and written again with the next append's
+records; an append never writes part of a page, which the kernel would first
+read from disk when the page is not cached. Beyond the last append the
+segment holds zeros (spares are written with zeros, other segments are
+allocated, a cut-off tail is truncated). So a crash during an append leaves,
+in the last segment only, each 512-byte sector the append wrote either
+written or as it was: the records of earlier appends, then zeros, in any
+combination (the disk need not write sectors in order); or, where appends
+grow the file instead, the file ends at a page boundary inside the append.
 
-  - a record that runs past the end of the file;
-  - a record whose checksum does not match and that contains a whole
-    512-byte-aligned run of zero bytes.
+ReadAll reads the last segment to the first offset X at which no intact
+record begins, and treats what follows as such an interrupted append (never
+acknowledged, since Save had not returned) only when all of these hold:
 
-Neither was acknowledged, since Save had not returned. It truncates the last
-segment after the last good record before appending. Any other checksum
-mismatch, a malformed record, a gap in the entry indexes or a torn record in
-a segment other than the last is corruption: ReadAll fails with an error that
-matches ErrCorrupt (and ErrCRCMismatch for checksum failures), and the
-operator must restore the member from its peers.
+  - at X is a zero length word, a record whose checksum fails and that
+    holds a 512-byte-aligned sector of zeros, or a record (or length word)
+    that the end of the file cuts short, the file's size then being a
+    multiple of 4 KiB;
+  - X is past the segment's header (its crc and metadata records), which
+    is durable before the segment gets its name;
+  - no intact crc record begins anywhere after X, up to the end of the
+    file: it would begin an append made after an fsync that covered X.
+
+It then truncates the segment at X before anything is appended and, when
+what it cuts off is not all zeros, logs a warning naming the file, X, and
+how many bytes and records (as far as their length words can be followed) it
+cut off. Anything else is corruption: ReadAll fails with a *CorruptError
+naming the file and the offset of the first damaged record, which matches
+ErrCorrupt (and ErrCRCMismatch for checksum failures), and changes nothing.
+That includes a checksum failure without a zero sector, a length word no
+writer produces (top bits set, below 5, above 128 MiB), a crc record that
+does not continue the chain, a gap in the entry indexes, a record cut short
+or a zero length word before the end of a segment other than the last, and a
+missing segment. ValidSnapshotEntries, which may read a log being appended
+to, only stops at the end of the last segment's records; ReadAll's verdict
+is the one that counts.
+
+What the rule cannot tell from a crash, no reader of these files can: damage
+confined to the last append, or damage that also wipes out every crc record
+after it (a zeroed range or a truncation reaching past the end of the
+records), leaves exactly what a crash can, and costs the records from the
+damage on. The rule also refuses some images that a crash can leave, where
+the bytes of the interrupted append happen to form an intact crc record
+after X (entry data chosen to look like one): the server then stops, and
+nothing is lost.
+
+A standalone server whose log is corrupt cannot start: restore it from a
+backup, or accept the loss of every write logged from the damage on and cut
+the log there, truncating the damaged segment at the offset and removing the
+segments after it. A member of an ensemble must not be restarted with a cut
+log or an empty one: it may have acknowledged writes that the ensemble
+counted as committed, and raft's guarantees assume it kept them. It must be
+rebuilt from its peers.
 
 A length or data bound read from disk is checked against the size of the
 file and a 128 MiB record limit before anything is allocated.
+
+After a failed write or fsync, the WAL refuses every further append with the
+first error, and truncates the tail segment back to the end of what the last
+successful fsync made durable: the kernel may report a failed writeback
+once, mark the pages clean, and go on serving them from its cache, so that a
+restarted process would otherwise read records that never reached the disk
+and take them for durable ones. ReadAll fsyncs the tail segment before it
+returns, so that what it read and what is appended after it is durable
+whichever process wrote it.
 
 # Snapshot files
 

@@ -75,3 +75,49 @@ func MisalignDirectWrites(tb testing.TB, dir string) bool {
 	_, err = d.WriteAt(directZeros(pageBytes), 0)
 	return errors.Is(err, syscall.EINVAL)
 }
+
+// FileHook runs f before each file operation whose failure the WAL and the
+// snapshots must survive, until the test ends: op is "write" (WAL
+// records), "fdatasync" (appended WAL records, a new segment), "fsync"
+// (snapshot files, truncated segments, directories), "rename" or
+// "remove", and path is the file: for a rename, its new name; for an open
+// file, the name it was opened under (a segment made from a spare is
+// spare.wal.tmp, one a cut made is its name with .tmp). An error from f
+// fails the operation without doing it. Set it before the WAL or
+// snapshotter is used.
+func FileHook(tb testing.TB, f func(op, path string) error) {
+	oldWrite, oldData, oldSync, oldRename, oldRemove := writeAt, syncData, syncFile, rename, remove
+	tb.Cleanup(func() {
+		writeAt, syncData, syncFile, rename, remove = oldWrite, oldData, oldSync, oldRename, oldRemove
+	})
+	writeAt = func(file *os.File, b []byte, off int64) (int, error) {
+		if err := f("write", file.Name()); err != nil {
+			return 0, err
+		}
+		return oldWrite(file, b, off)
+	}
+	syncData = func(file *os.File) error {
+		if err := f("fdatasync", file.Name()); err != nil {
+			return err
+		}
+		return oldData(file)
+	}
+	syncFile = func(file *os.File) error {
+		if err := f("fsync", file.Name()); err != nil {
+			return err
+		}
+		return oldSync(file)
+	}
+	rename = func(from, to string) error {
+		if err := f("rename", to); err != nil {
+			return err
+		}
+		return oldRename(from, to)
+	}
+	remove = func(path string) error {
+		if err := f("remove", path); err != nil {
+			return err
+		}
+		return oldRemove(path)
+	}
+}

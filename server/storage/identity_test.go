@@ -15,7 +15,7 @@ import (
 
 // openDisk opens the disk of root/wal and root/snap as who, writes an entry
 // so the log is in use, and closes it.
-func openDisk(t *testing.T, walDir, snapDir string, who storage.Identity) (storage.Identity, error) {
+func openIdentityDisk(t *testing.T, walDir, snapDir string, who storage.Identity) (storage.Identity, error) {
 	t.Helper()
 	d, err := storage.OpenDisk(walDir, snapDir, who, 3, 0, nil)
 	if err != nil {
@@ -50,14 +50,14 @@ func TestIdentityIsRecordedAndKept(t *testing.T) {
 	root := t.TempDir()
 	wal, snap := filepath.Join(root, "wal"), filepath.Join(root, "snap")
 	who := storage.Identity{Server: 3, Replicated: true}
-	first, err := openDisk(t, wal, snap, who)
+	first, err := openIdentityDisk(t, wal, snap, who)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if first.Server != 3 || !first.Replicated || len(first.Token) != 32 {
 		t.Fatalf("identity %+v", first)
 	}
-	again, err := openDisk(t, wal, snap, who)
+	again, err := openIdentityDisk(t, wal, snap, who)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,9 +65,9 @@ func TestIdentityIsRecordedAndKept(t *testing.T) {
 		t.Errorf("the token changed across a restart: %s, then %s", first.Token, again.Token)
 	}
 
-	_, err = openDisk(t, wal, snap, storage.Identity{Server: 2, Replicated: true})
+	_, err = openIdentityDisk(t, wal, snap, storage.Identity{Server: 2, Replicated: true})
 	wantRefusal(t, err, "written by server 3", "this is server 2")
-	_, err = openDisk(t, wal, snap, storage.Identity{Server: 3})
+	_, err = openIdentityDisk(t, wal, snap, storage.Identity{Server: 3})
 	wantRefusal(t, err, "a member of an ensemble", "a standalone server")
 }
 
@@ -75,11 +75,11 @@ func TestIdentityRefusesMixedHalves(t *testing.T) {
 	a, b := t.TempDir(), t.TempDir()
 	who := storage.Identity{Server: 1}
 	for _, root := range []string{a, b} {
-		if _, err := openDisk(t, filepath.Join(root, "wal"), filepath.Join(root, "snap"), who); err != nil {
+		if _, err := openIdentityDisk(t, filepath.Join(root, "wal"), filepath.Join(root, "snap"), who); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, err := openDisk(t, filepath.Join(a, "wal"), filepath.Join(b, "snap"), who)
+	_, err := openIdentityDisk(t, filepath.Join(a, "wal"), filepath.Join(b, "snap"), who)
 	wantRefusal(t, err, "different data directories")
 
 	// A log moved whole to a new place is the same server's.
@@ -87,9 +87,9 @@ func TestIdentityRefusesMixedHalves(t *testing.T) {
 	if err := os.Rename(filepath.Join(a, "wal"), moved); err != nil {
 		t.Fatal(err)
 	}
-	_, err = openDisk(t, filepath.Join(a, "wal"), filepath.Join(a, "snap"), who)
+	_, err = openIdentityDisk(t, filepath.Join(a, "wal"), filepath.Join(a, "snap"), who)
 	wantRefusal(t, err, "no log in", "is gone", "if it was moved")
-	id, err := openDisk(t, moved, filepath.Join(a, "snap"), who)
+	id, err := openIdentityDisk(t, moved, filepath.Join(a, "snap"), who)
 	if err != nil {
 		t.Fatalf("the moved log: %v", err)
 	}
@@ -102,13 +102,13 @@ func TestIdentityOfAnUsedLogWithoutSnapshotDirectory(t *testing.T) {
 	root := t.TempDir()
 	wal, snap := filepath.Join(root, "wal"), filepath.Join(root, "snap")
 	who := storage.Identity{Server: 1}
-	if _, err := openDisk(t, wal, snap, who); err != nil {
+	if _, err := openIdentityDisk(t, wal, snap, who); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.RemoveAll(snap); err != nil {
 		t.Fatal(err)
 	}
-	_, err := openDisk(t, wal, snap, who)
+	_, err := openIdentityDisk(t, wal, snap, who)
 	wantRefusal(t, err, "has no identity file")
 }
 
@@ -127,7 +127,7 @@ func TestIdentityAfterACrashDuringCreation(t *testing.T) {
 	if err := os.Remove(filepath.Join(snap, storage.IdentityFile)); err != nil {
 		t.Fatal(err)
 	}
-	id, err := openDisk(t, wal, snap, who)
+	id, err := openIdentityDisk(t, wal, snap, who)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestIdentityOfALegacyDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Close()
-	id, err := openDisk(t, wal, snap, storage.Identity{Server: 2, Replicated: true})
+	id, err := openIdentityDisk(t, wal, snap, storage.Identity{Server: 2, Replicated: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,6 +162,6 @@ func TestIdentityOfALegacyDirectory(t *testing.T) {
 	if err := json.Unmarshal(b, &onDisk); err != nil || onDisk.Server != 2 {
 		t.Fatalf("identity file %s: %v", b, err)
 	}
-	_, err = openDisk(t, wal, snap, storage.Identity{Server: 3, Replicated: true})
+	_, err = openIdentityDisk(t, wal, snap, storage.Identity{Server: 3, Replicated: true})
 	wantRefusal(t, err, "written by server 2")
 }

@@ -62,7 +62,7 @@ func ReadWALIdentity(dir string) (id Identity, legacy bool, err error) {
 		meta  []byte
 		found = errors.New("found")
 	)
-	_, err = replaySegment(&d, f, func(t recordType, data []byte) error {
+	_, _, err = replaySegment(&d, f, func(t recordType, data []byte) error {
 		if t == metadataType {
 			meta = bytes.Clone(data)
 			return found
@@ -229,7 +229,7 @@ func scanSegments(dir string, segs []segment, scan *WALScan, stop bool, fn func(
 		if err != nil {
 			return fmt.Errorf("storage: scan WAL: %w", err)
 		}
-		torn, err := replaySegment(&d, f, func(t recordType, data []byte) error {
+		end, why, err := replaySegment(&d, f, func(t recordType, data []byte) error {
 			seg.Records++
 			rec, bad := record(seg.Name, d.recOff, t, data)
 			switch {
@@ -266,6 +266,20 @@ func scanSegments(dir string, segs []segment, scan *WALScan, stop bool, fn func(
 		if fi, serr := f.Stat(); serr == nil {
 			seg.Bytes = fi.Size()
 		}
+		// Where the records stop early, the last segment may end as a
+		// crash during an append leaves it, by the rule a start applies
+		// (checkTail); any other segment was complete.
+		torn := false
+		if err == nil && why != nil && fnErr == nil && stopErr == nil {
+			if i == len(segs)-1 {
+				var t tail
+				if t, err = checkTail(f, seg.Bytes, end, why); err == nil {
+					torn = t.end > end
+				}
+			} else {
+				err = fmt.Errorf("%w: %w before the end of a segment that was full", ErrCorrupt, why)
+			}
+		}
 		f.Close()
 		scan.Segments = append(scan.Segments, seg)
 		switch {
@@ -277,10 +291,8 @@ func scanSegments(dir string, segs []segment, scan *WALScan, stop bool, fn func(
 			return fmt.Errorf("storage: scan WAL segment %s: %w", seg.Name, err)
 		case err != nil:
 			problem(WALProblem{Offset: d.recOff, Rest: true, Err: err})
-		case torn && i == len(segs)-1:
-			problem(WALProblem{Offset: d.recOff, Torn: true, Err: errTornTail})
 		case torn:
-			problem(WALProblem{Offset: d.recOff, Rest: true, Err: fmt.Errorf("%w: record cut short in a full segment", ErrCorrupt)})
+			problem(WALProblem{Offset: end, Torn: true, Err: errTornTail})
 		}
 		if stopErr != nil {
 			return stopErr
@@ -558,7 +570,7 @@ func checkBoundary(path string, offset int64) error {
 		d      decoder
 		starts []int64
 	)
-	_, rerr := replaySegment(&d, f, func(recordType, []byte) error {
+	_, _, rerr := replaySegment(&d, f, func(recordType, []byte) error {
 		starts = append(starts, d.recOff)
 		return nil
 	})

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -42,9 +43,20 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // padding returns the zero bytes that follow a body of n bytes.
 func padding(n int) int { return (8 - n%8) % 8 }
 
-// errTorn marks a record that a crash may have left half written. It is
-// only an error when the record is not at the tail of the log.
-var errTorn = errors.New("torn record")
+// The ends of a segment's records that a crash may leave, which decoder.next
+// reports. Each is only an error when it is not at the tail of the log; at
+// the tail, ReadAll decides by what follows (see checkTail).
+var (
+	// errZeroLength is a zero length word with bytes left in the file: the
+	// end of what was written, or a record whose first sector is lost.
+	errZeroLength = errors.New("zero length word")
+	// errTorn is a record whose checksum fails and that holds a sector of
+	// zeros: a record whose sectors did not all reach the disk.
+	errTorn = errors.New("checksum mismatch in a record holding a zeroed sector")
+	// errCutShort is a record, or a length word, that the end of the file
+	// cuts short.
+	errCutShort = errors.New("record cut short by the end of the file")
+)
 
 // encoder appends records to a segment file. Records collect in buf and reach
 // the file in whole pages while a Save is being encoded, and entirely on
@@ -55,6 +67,9 @@ type encoder struct {
 	buf   []byte // encoded records not yet written
 	chain uint32 // checksum of the last record encoded
 	start int    // where in buf the record being encoded begins
+	// open is set once a record follows the last fsync: the records of
+	// the next fsync have begun, with a crc record (see openBatch).
+	open bool
 }
 
 func newEncoder(f *os.File, off int64, chain uint32) *encoder {
@@ -92,6 +107,19 @@ func (e *encoder) seal(t recordType, n int) error {
 		return e.writePages()
 	}
 	return nil
+}
+
+// openBatch starts the records that the next fsync will make durable with a
+// crc record, unless they have begun. At the end of the last segment, an
+// intact crc record after a damaged record proves that the damaged one
+// had been made durable before it, which a crash cannot undo (see
+// checkTail).
+func (e *encoder) openBatch() error {
+	if e.open {
+		return nil
+	}
+	e.open = true
+	return e.encodeCRC(e.chain)
 }
 
 func (e *encoder) encodeBytes(t recordType, data []byte) error {
@@ -135,7 +163,7 @@ func (e *encoder) writePages() error {
 	if n <= 0 {
 		return nil
 	}
-	if _, err := e.f.WriteAt(e.buf[:n], e.off); err != nil {
+	if _, err := writeAt(e.f, e.buf[:n], e.off); err != nil {
 		return err
 	}
 	e.off += int64(n)
@@ -161,7 +189,7 @@ func (e *encoder) flush() error {
 	padded := (n + pageBytes - 1) &^ (pageBytes - 1)
 	e.buf = slices.Grow(e.buf, padded-n)[:padded]
 	clear(e.buf[n:])
-	_, err := e.f.WriteAt(e.buf, e.off)
+	_, err := writeAt(e.f, e.buf, e.off)
 	e.buf = e.buf[:n]
 	if err != nil {
 		return err
@@ -205,6 +233,8 @@ type decoder struct {
 	size    int64 // size of the current segment file
 	off     int64 // offset just after the last good record
 	recOff  int64 // offset of the record last asked for
+	recNo   int   // its place in the segment, from 0
+	good    int   // records of the current segment read so far
 	chain   uint32
 	chained bool
 }
@@ -216,7 +246,7 @@ const readChunk = 4 << 20
 func (d *decoder) reset(f *os.File, size int64) {
 	d.f = f
 	d.pos, d.end = 0, 0
-	d.size, d.off = size, 0
+	d.size, d.off, d.good = size, 0, 0
 }
 
 // fill makes n bytes from off on available in chunk[pos:], which the caller
@@ -245,34 +275,33 @@ func (d *decoder) fill(n int) error {
 }
 
 // next returns the next record of the segment. Without keep, the data is
-// valid until the following call. It returns io.EOF at the end of the
-// segment, errTorn for a record a crash may have torn, and an error
-// matching ErrCorrupt otherwise.
+// valid until the following call. It returns io.EOF where the file ends
+// after a record; errZeroLength, errTorn or errCutShort where a crash may
+// have ended the log; and an error matching ErrCorrupt for what no crash
+// leaves.
 func (d *decoder) next() (recordType, []byte, error) {
-	d.recOff = d.off
+	d.recOff, d.recNo = d.off, d.good
 	rem := d.size - d.off
 	if rem == 0 {
 		return 0, nil, io.EOF
 	}
 	if rem < lenBytes {
-		return 0, nil, errTorn
+		return 0, nil, errCutShort
 	}
 	if err := d.fill(lenBytes); err != nil {
 		return 0, nil, readErr(err)
 	}
 	n := binary.LittleEndian.Uint64(d.chunk[d.pos:])
 	if n == 0 {
-		return 0, nil, io.EOF
+		return 0, nil, errZeroLength
 	}
-	if n>>56 != 0 || n < bodyHeader {
+	// A length word sits in one sector, which a crash leaves old (zero)
+	// or new: any other length is damage, wherever the record ends.
+	if n>>56 != 0 || n < bodyHeader || n > maxRecordBytes {
 		return 0, nil, fmt.Errorf("%w: bad record length %#x", ErrCorrupt, n)
 	}
 	if n+uint64(padding(int(n%8))) > uint64(rem-lenBytes) {
-		// Runs past the end of the file: the rest never reached it.
-		return 0, nil, errTorn
-	}
-	if n > maxRecordBytes {
-		return 0, nil, fmt.Errorf("%w: record of %d bytes exceeds the limit", ErrCorrupt, n)
+		return 0, nil, errCutShort
 	}
 	body := int(n)
 	frame := body + padding(body)
@@ -287,11 +316,10 @@ func (d *decoder) next() (recordType, []byte, error) {
 		if len(data) != 4 {
 			return 0, nil, fmt.Errorf("%w: crc record of %d bytes", ErrCorrupt, len(data))
 		}
-		v := binary.LittleEndian.Uint32(data)
-		if d.chained && v != d.chain {
-			return 0, nil, fmt.Errorf("%w: segment continues checksum %#x, previous segment ended with %#x", ErrCRCMismatch, v, d.chain)
-		}
-		seed = v
+		// Seeded by its own value, a crc record is checked before the
+		// value is compared with the chain: a torn one is torn, not a
+		// break in the chain.
+		seed = binary.LittleEndian.Uint32(data)
 	}
 	if sum := crc32.Update(seed, castagnoli, buf[4:body]); sum != binary.LittleEndian.Uint32(buf) {
 		if hasZeroSector(buf[:body], d.off+lenBytes) {
@@ -299,18 +327,22 @@ func (d *decoder) next() (recordType, []byte, error) {
 		}
 		return 0, nil, ErrCRCMismatch
 	}
+	if t == crcType && d.chained && seed != d.chain {
+		return 0, nil, fmt.Errorf("%w: crc record carries checksum %#x, the records before it end with %#x", ErrCRCMismatch, seed, d.chain)
+	}
 	d.chain = binary.LittleEndian.Uint32(buf)
 	d.chained = true
+	d.good++
 	d.pos += lenBytes + frame
 	d.off += int64(lenBytes + frame)
 	return t, data, nil
 }
 
-// readErr turns a short read of a checked length into a torn record: the
-// file shrank under the reader.
+// readErr turns a short read of a checked length into a record cut short:
+// the file shrank under the reader.
 func readErr(err error) error {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return errTorn
+		return errCutShort
 	}
 	return err
 }
@@ -329,11 +361,15 @@ func hasZeroSector(b []byte, off int64) bool {
 	return false
 }
 
+var zeroPage [pageBytes]byte
+
 func isZero(b []byte) bool {
-	for _, c := range b {
-		if c != 0 {
+	for len(b) > 0 {
+		n := min(len(b), pageBytes)
+		if !bytes.Equal(b[:n], zeroPage[:n]) {
 			return false
 		}
+		b = b[n:]
 	}
 	return true
 }

@@ -103,7 +103,7 @@ func (s *Snapshotter) Write(meta raftpb.SnapshotMetadata, write func(io.Writer) 
 		os.Remove(tmp)
 		return 0, fmt.Errorf("storage: save snapshot: %w", err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := rename(tmp, path); err != nil {
 		os.Remove(tmp)
 		return 0, fmt.Errorf("storage: save snapshot: %w", err)
 	}
@@ -146,7 +146,7 @@ func writeSnapshotFile(path string, meta raftpb.SnapshotMetadata, write func(io.
 	if err := bw.Flush(); err != nil {
 		return 0, err
 	}
-	if err := f.Sync(); err != nil {
+	if err := syncFile(f); err != nil {
 		return 0, err
 	}
 	return data.n, f.Close()
@@ -252,7 +252,7 @@ func (s *Snapshotter) Purge(keep int) (oldest uint64, err error) {
 	}
 	kept := marks[:min(keep, len(marks))]
 	for _, m := range marks[len(kept):] {
-		if err := os.Remove(filepath.Join(s.dir, snapName(m))); err != nil {
+		if err := remove(filepath.Join(s.dir, snapName(m))); err != nil {
 			return 0, fmt.Errorf("storage: purge snapshots: %w", err)
 		}
 	}
@@ -295,9 +295,29 @@ func readSnapshot(path string, want WALSnapshot) (*Snapshot, error) {
 	if _, err := io.ReadFull(f, head[:]); err != nil || string(head[:4]) != snapMagic {
 		return nil, fmt.Errorf("%w: not a snapshot file", ErrCorrupt)
 	}
-	if v := binary.LittleEndian.Uint32(head[4:]); v != snapVersion {
+	snap, err := checkSnapshot(f, size, head, path, want)
+	// The version is outside the checksum, so a damaged one is told
+	// from another version by the rest of the file: a file that checks
+	// out as this version is one, whatever its version field says.
+	switch v := binary.LittleEndian.Uint32(head[4:]); {
+	case v == snapVersion:
+		return snap, err
+	case err == nil:
+		return nil, fmt.Errorf("%w: snapshot format version field reads %d, yet the file checks out as version %d", ErrCorrupt, v, snapVersion)
+	case v == 0 || v > maxSnapVersion:
+		return nil, fmt.Errorf("%w: snapshot format version %d", ErrCorrupt, v)
+	default:
 		return nil, fmt.Errorf("storage: snapshot %s has format version %d; this Collie reads version %d", path, v, snapVersion)
 	}
+}
+
+// maxSnapVersion bounds the versions a snapshot file may claim: a larger
+// one is damage.
+const maxSnapVersion = 255
+
+// checkSnapshot reads the rest of a file of the current version whose head
+// was read, and checks it.
+func checkSnapshot(f *os.File, size int64, head [snapHead]byte, path string, want WALSnapshot) (*Snapshot, error) {
 	metaLen := int64(binary.LittleEndian.Uint32(head[8:]))
 	if metaLen > maxSnapMetadata || snapHead+metaLen+snapTrailer > size {
 		return nil, fmt.Errorf("%w: snapshot metadata of %d bytes in a file of %d", ErrCorrupt, metaLen, size)

@@ -112,6 +112,16 @@ func TestSnapshotterSkipsBrokenFiles(t *testing.T) {
 			return os.WriteFile(path, b, 0o600)
 		}},
 		{"flipped metadata byte", func(path string) error { return flipByte(path, 14) }},
+		// A damaged version field is damage, not a file of another version.
+		{"flipped version bit", func(path string) error { return flipByte(path, 4) }},
+		{"zeroed version", func(path string) error {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			clear(b[4:8])
+			return os.WriteFile(path, b, 0o600)
+		}},
 		{"flipped checksum byte", func(path string) error { return flipByte(path, -6) }},
 		{"flipped length byte", func(path string) error { return flipByte(path, -16) }},
 		{"cut short", func(path string) error { return os.Truncate(path, 300) }},
@@ -210,6 +220,9 @@ func TestSnapshotterRefusesOtherVersions(t *testing.T) {
 	path := filepath.Join(dir, "0000000000000001-000000000000000a.snap")
 	b, err := os.ReadFile(path)
 	mustCheck(t, err)
+	// A file of another version has a layout this one does not know: it
+	// does not check out as version 2, whose checks span the whole file.
+	b = append(b[:8:8], "a layout of the future, with its own trailer"...)
 	b[4] = 9 // the format version
 	mustCheck(t, os.WriteFile(path, b, 0o600))
 	// Not damage to skip: a snapshot of another version is the operator's

@@ -53,12 +53,31 @@ var (
 // segmentBytes is the size at which a segment is cut. Tests lower it.
 var segmentBytes int64 = 64 << 20
 
+// wholePages rounds a segment size up to whole pages: appends write whole
+// pages, and a crash while one runs past the preallocated end of a segment
+// must leave the file whole pages long, as the tail rule expects.
+func wholePages(n int64) int64 { return (n + pageBytes - 1) &^ (pageBytes - 1) }
+
 // spares turns on the preparing of segments ahead of their cut. Tests that
 // need segments cut only when full turn it off.
 var spares = true
 
-// syncData makes a segment's appended records durable. Tests count calls.
-var syncData = fdatasync
+// The file operations whose failure the WAL and the snapshots must
+// survive go through these variables, so that tests can make them fail or
+// stop the process part way.
+var (
+	// syncData makes a segment's appended records durable.
+	syncData = fdatasync
+	// writeAt writes a segment's records.
+	writeAt = (*os.File).WriteAt
+	// syncFile makes a snapshot file, a truncated segment or a directory
+	// durable.
+	syncFile = (*os.File).Sync
+	// rename gives a finished segment or snapshot file its name.
+	rename = os.Rename
+	// remove purges a segment or snapshot file.
+	remove = os.Remove
+)
 
 // slowSync is how long an fsync may take before the WAL warns: beyond it,
 // raft heartbeats and elections start to suffer.
@@ -88,8 +107,11 @@ type WAL struct {
 	lastIndex uint64
 	tail      segment
 	enc       *encoder // appends to the tail segment; nil until ReadAll
-	err       error    // the first failed write; the WAL accepts no more
-	closed    bool
+	// durable is how far the tail segment's records are known to be on
+	// disk: the end of the records of the last fsync that succeeded.
+	durable int64
+	err     error // the first failed write; the WAL accepts no more
+	closed  bool
 	// tailWritten is set when the tail segment was a spare, its blocks
 	// written ahead. A tail that is not is cut as soon as a spare is ready.
 	tailWritten bool
@@ -150,6 +172,7 @@ func create(lg *slog.Logger, dir string, metadata []byte, size int64) (_ *WAL, e
 	if f, err = os.OpenFile(filepath.Join(tmp, first.name()), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err != nil {
 		return nil, err
 	}
+	size = wholePages(size)
 	if err := preallocate(f, size); err != nil {
 		return nil, err
 	}
@@ -166,14 +189,14 @@ func create(lg *slog.Logger, dir string, metadata []byte, size int64) (_ *WAL, e
 	if err := syncData(f); err != nil {
 		return nil, err
 	}
-	if err := d.Sync(); err != nil {
+	if err := syncFile(d); err != nil {
 		return nil, err
 	}
 	// Replaces dir only if it is an empty directory.
 	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("storage: create WAL: %w", err)
 	}
-	if err := os.Rename(tmp, dir); err != nil {
+	if err := rename(tmp, dir); err != nil {
 		return nil, err
 	}
 	if err := syncDir(filepath.Dir(filepath.Clean(dir))); err != nil {
@@ -186,6 +209,7 @@ func create(lg *slog.Logger, dir string, metadata []byte, size int64) (_ *WAL, e
 		segmentBytes: size,
 		metadata:     bytes.Clone(metadata),
 		enc:          enc,
+		durable:      enc.offset(),
 	}, nil
 }
 
@@ -219,7 +243,8 @@ func Open(lg *slog.Logger, dir string, snap WALSnapshot) (_ *WAL, err error) {
 	}
 	segs = segs[i:]
 	if j := contiguousFrom(segs); j != 0 {
-		return nil, fmt.Errorf("%w: segment %s does not follow %s", ErrCorrupt, segs[j].name(), segs[j-1].name())
+		return nil, fmt.Errorf("%w: WAL segment %s does not follow %s: a segment between them is missing", ErrCorrupt,
+			filepath.Join(dir, segs[j].name()), filepath.Join(dir, segs[j-1].name()))
 	}
 	if err := removeStaleTemps(dir); err != nil {
 		return nil, err
@@ -228,7 +253,7 @@ func Open(lg *slog.Logger, dir string, snap WALSnapshot) (_ *WAL, err error) {
 		lg:           logger(lg),
 		dir:          dir,
 		dirFile:      d,
-		segmentBytes: segmentBytes,
+		segmentBytes: wholePages(segmentBytes),
 		start:        snap,
 		segs:         segs,
 	}, nil
@@ -316,7 +341,7 @@ func (w *WAL) ReadAll() (metadata []byte, st raftpb.HardState, ents []raftpb.Ent
 		return nil
 	})
 	if err != nil {
-		return nil, raftpb.HardState{}, nil, fmt.Errorf("storage: read WAL %s: %w", w.dir, err)
+		return nil, raftpb.HardState{}, nil, fmt.Errorf("storage: read WAL: %w", err)
 	}
 	if !match {
 		end.f.Close()
@@ -337,8 +362,10 @@ func (w *WAL) prepareTail(end replayEnd) error {
 	if err != nil {
 		return err
 	}
-	if end.torn {
-		w.lg.Warn("storage: dropped a torn write at the end of the WAL", "segment", end.seg.name(), "offset", end.off)
+	if end.torn.end > end.off {
+		w.lg.Warn("storage: cut off a write that a crash interrupted at the end of the WAL",
+			"file", filepath.Join(w.dir, end.seg.name()), "offset", end.off,
+			"bytes", end.torn.end-end.off, "records", end.torn.records)
 	}
 	if fi.Size() > end.off {
 		// Whatever follows the last good record goes, not just a torn one:
@@ -347,15 +374,19 @@ func (w *WAL) prepareTail(end replayEnd) error {
 		if err := end.f.Truncate(end.off); err != nil {
 			return err
 		}
-		if err := end.f.Sync(); err != nil {
-			return err
-		}
+	}
+	// The records read may be a dead process's writes that the kernel
+	// still holds: they are acknowledged from now on, so they must be on
+	// disk.
+	if err := syncFile(end.f); err != nil {
+		return err
 	}
 	if err := preallocate(end.f, w.segmentBytes); err != nil {
 		return err
 	}
 	w.tail = end.seg
 	w.enc = newEncoder(end.f, end.off, end.chain)
+	w.durable = end.off
 	return w.enc.resume()
 }
 
@@ -386,6 +417,9 @@ func (w *WAL) Save(st raftpb.HardState, ents []raftpb.Entry) error {
 		return err
 	}
 	mustSync := len(ents) > 0 || st.Term != w.state.Term || st.Vote != w.state.Vote
+	if err := w.enc.openBatch(); err != nil {
+		return w.fail(err)
+	}
 	for i := range ents {
 		if err := w.enc.encodeEntry(&ents[i]); err != nil {
 			return w.fail(err)
@@ -455,6 +489,9 @@ func (w *WAL) SaveSnapshot(s WALSnapshot) error {
 	if err := w.makeRoom(frameBytes(4) + frameBytes(16)); err != nil {
 		return err
 	}
+	if err := w.enc.openBatch(); err != nil {
+		return w.fail(err)
+	}
 	if err := w.enc.encodeSnapshot(s); err != nil {
 		return w.fail(err)
 	}
@@ -484,7 +521,7 @@ func (w *WAL) PurgeTo(index uint64) error {
 		if s.seq >= w.tail.seq {
 			break
 		}
-		if err := os.Remove(filepath.Join(w.dir, s.name())); err != nil {
+		if err := remove(filepath.Join(w.dir, s.name())); err != nil {
 			return fmt.Errorf("storage: purge WAL: %w", err)
 		}
 		removed++
@@ -493,7 +530,7 @@ func (w *WAL) PurgeTo(index uint64) error {
 		return nil
 	}
 	w.lg.Debug("storage: purged WAL segments", "count", removed, "index", index)
-	if err := w.dirFile.Sync(); err != nil {
+	if err := syncFile(w.dirFile); err != nil {
 		return fmt.Errorf("storage: purge WAL: %w", err)
 	}
 	return nil
@@ -539,9 +576,21 @@ func (w *WAL) appendable() error {
 
 // fail makes err, if any, the WAL's permanent state: after a failed write or
 // fsync nothing says which records reached the disk.
+//
+// The tail segment is cut back to what the last good fsync made durable.
+// After a failed fsync the kernel may mark the pages it could not write
+// clean and go on serving them from its cache: a restart of the process
+// would read them back, take records that never reached the disk for
+// durable ones, and acknowledge them. A truncation drops them from the
+// cache; if it does not reach the disk either, a crash leaves what a crash
+// during the append would.
 func (w *WAL) fail(err error) error {
 	if err != nil && w.err == nil {
 		w.err = fmt.Errorf("storage: append to WAL %s: %w", w.dir, err)
+		if terr := w.enc.f.Truncate(w.durable); terr != nil {
+			w.lg.Warn("storage: could not cut the WAL back to its durable records after a failed write",
+				"file", filepath.Join(w.dir, w.tail.name()), "offset", w.durable, "err", terr)
+		}
 	}
 	return w.err
 }
@@ -554,6 +603,10 @@ func (w *WAL) sync() error {
 	err := syncData(w.enc.f)
 	if took := time.Since(start); took > slowSync {
 		w.lg.Warn("storage: slow WAL fsync", "took", took)
+	}
+	if err == nil {
+		w.enc.open = false
+		w.durable = w.enc.offset()
 	}
 	return err
 }
@@ -568,9 +621,10 @@ func (w *WAL) cut() (err error) {
 	if err := old.f.Truncate(old.offset()); err != nil {
 		return err
 	}
-	if err := old.f.Sync(); err != nil {
+	if err := syncFile(old.f); err != nil {
 		return err
 	}
+	w.durable = old.offset()
 
 	next := segment{seq: w.tail.seq + 1, index: w.lastIndex + 1}
 	path := filepath.Join(w.dir, next.name())
@@ -600,16 +654,17 @@ func (w *WAL) cut() (err error) {
 		return err
 	}
 	// The segment appears under its name only once it is complete.
-	if err := os.Rename(tmp, path); err != nil {
+	if err := rename(tmp, path); err != nil {
 		return err
 	}
-	if err := w.dirFile.Sync(); err != nil {
+	if err := syncFile(w.dirFile); err != nil {
 		return err
 	}
 	if err := old.f.Close(); err != nil {
 		w.lg.Warn("storage: close full WAL segment", "segment", w.tail.name(), "err", err)
 	}
 	w.enc, w.tail, w.tailWritten = enc, next, written
+	w.durable = enc.offset()
 	w.spareFailed = false
 	w.lg.Info("storage: started WAL segment", "segment", next.name())
 	return nil
@@ -622,7 +677,7 @@ func (w *WAL) nextSegmentFile(tmp string) (f *os.File, written bool, err error) 
 	if w.spare != nil && w.spare.ready() {
 		s := w.spare
 		w.spare = nil
-		if err := os.Rename(s.path, tmp); err != nil {
+		if err := rename(s.path, tmp); err != nil {
 			s.discard()
 			return nil, false, err
 		}
@@ -710,64 +765,102 @@ type replayEnd struct {
 	seg   segment
 	off   int64 // just after the last good record
 	chain uint32
-	torn  bool // the last segment ends in a torn write
+	torn  tail // what a crash left after off, to be cut off
 }
 
-// replay reads the records of segs in order and hands each to fn. A torn
-// write is tolerated at the end of the last segment only.
+// replay reads the records of segs in order and hands each to fn. Where the
+// records of the last segment stop before its end, what follows is checked
+// to be what a crash during an append leaves (checkTail) when reading to
+// append (keepTail); otherwise it is taken to be so, since the log may be
+// being appended to meanwhile. Every other segment must end with its last
+// record.
 func replay(dir string, segs []segment, keepTail bool, fn func(recordType, []byte) error) (replayEnd, error) {
 	// Reading to append is reading the entries to keep: their data may
 	// alias what was read.
 	d := decoder{keep: keepTail}
 	for i, s := range segs {
 		last := i == len(segs)-1
+		path := filepath.Join(dir, s.name())
 		flag := os.O_RDONLY
 		if last && keepTail {
 			flag = os.O_RDWR
 		}
-		f, err := os.OpenFile(filepath.Join(dir, s.name()), flag, 0)
+		f, err := os.OpenFile(path, flag, 0)
 		if err != nil {
 			return replayEnd{}, err
 		}
-		torn, err := replaySegment(&d, f, fn)
-		if err == nil && torn && !last {
-			err = fmt.Errorf("%w: record cut short in a full segment", ErrCorrupt)
+		end := replayEnd{f: f, seg: s}
+		var why error
+		end.off, why, err = replaySegment(&d, f, fn)
+		switch {
+		case err == nil && why != nil && !last:
+			err = fmt.Errorf("%w: %w before the end of a segment that was full", ErrCorrupt, why)
+		case err == nil && why != nil && keepTail:
+			var fi os.FileInfo
+			if fi, err = f.Stat(); err == nil {
+				end.torn, err = checkTail(f, fi.Size(), end.off, why)
+			}
 		}
 		if err != nil {
 			f.Close()
-			return replayEnd{}, fmt.Errorf("segment %s, record at offset %d: %w", s.name(), d.recOff, err)
+			return replayEnd{}, locate(dir, segs, i, d.recOff, d.recNo < 2, err)
 		}
 		if last && keepTail {
-			return replayEnd{f: f, seg: s, off: d.off, chain: d.chain, torn: torn}, nil
+			end.chain = d.chain
+			return end, nil
 		}
 		f.Close()
 	}
 	return replayEnd{}, nil
 }
 
-func replaySegment(d *decoder, f *os.File, fn func(recordType, []byte) error) (torn bool, err error) {
+// locate says where in the log, segment i of segs at offset off (in its
+// header or not), err was found.
+func locate(dir string, segs []segment, i int, off int64, header bool, err error) error {
+	path := filepath.Join(dir, segs[i].name())
+	if !errors.Is(err, ErrCorrupt) {
+		return fmt.Errorf("%s, offset %d: %w", path, off, err)
+	}
+	if off == 0 && i > 0 && errors.Is(err, ErrCRCMismatch) {
+		// The chain breaks between two segments: the earlier one may
+		// have lost its last records as well.
+		err = fmt.Errorf("%w; or %s lost records at its end", err, filepath.Join(dir, segs[i-1].name()))
+	}
+	ce := &CorruptError{Path: path, Offset: off, Err: err, segment: true, header: header}
+	for _, s := range segs[i+1:] {
+		ce.Later = append(ce.Later, filepath.Join(dir, s.name()))
+	}
+	return ce
+}
+
+// replaySegment hands the records of one segment to fn. It returns where
+// they stop and, when that is not the end of the file, why (errZeroLength,
+// errTorn or errCutShort).
+func replaySegment(d *decoder, f *os.File, fn func(recordType, []byte) error) (off int64, why, err error) {
 	fi, err := f.Stat()
 	if err != nil {
-		return false, err
+		return 0, nil, err
 	}
 	d.reset(f, fi.Size())
-	for first := true; ; first = false {
+	for i := 0; ; i++ {
 		t, data, err := d.next()
 		switch {
-		case first && (err == io.EOF || err == errTorn):
+		case i < 2 && (err == io.EOF || err == errZeroLength || err == errTorn || err == errCutShort):
 			// Segments are complete before they get their names.
-			return false, fmt.Errorf("%w: segment has no header", ErrCorrupt)
+			return 0, nil, fmt.Errorf("%w: segment header cut short (%w)", ErrCorrupt, err)
 		case err == io.EOF:
-			return false, nil
-		case err == errTorn:
-			return true, nil
+			return d.off, nil, nil
+		case err == errZeroLength || err == errTorn || err == errCutShort:
+			return d.off, err, nil
 		case err != nil:
-			return false, err
-		case first && t != crcType:
-			return false, fmt.Errorf("%w: segment starts with record type %d", ErrCorrupt, t)
+			return 0, nil, err
+		case i == 0 && t != crcType:
+			return 0, nil, fmt.Errorf("%w: segment starts with record type %d", ErrCorrupt, t)
+		case i == 1 && t != metadataType:
+			return 0, nil, fmt.Errorf("%w: segment header has record type %d where metadata belongs", ErrCorrupt, t)
 		}
 		if err := fn(t, data); err != nil {
-			return false, err
+			return 0, nil, err
 		}
 	}
 }
@@ -777,7 +870,7 @@ func syncDir(dir string) error {
 	if err != nil {
 		return err
 	}
-	err = d.Sync()
+	err = syncFile(d)
 	if cerr := d.Close(); err == nil {
 		err = cerr
 	}
