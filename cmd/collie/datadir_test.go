@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -199,7 +200,7 @@ func TestDatadirVerifyAndTruncate(t *testing.T) {
 	if status == 0 || !strings.Contains(stderr, "-backup is required") {
 		t.Fatalf("truncate without -backup: status %d, stderr %q", status, stderr)
 	}
-	if got := snapshotDir(t, walDir); !sameFiles(got, damaged) {
+	if got := snapshotDir(t, walDir); !maps.Equal(got, damaged) {
 		t.Fatal("truncate without -backup changed the WAL")
 	}
 	backup := filepath.Join(t.TempDir(), "wal-backup")
@@ -211,7 +212,7 @@ func TestDatadirVerifyAndTruncate(t *testing.T) {
 	if status != 0 || !strings.Contains(stdout, "compared byte for byte") || !strings.Contains(stdout, "cut "+victim.Segment+" at offset "+strconv.FormatInt(victim.Offset, 10)) {
 		t.Fatalf("truncate: status %d, stdout:\n%s\nstderr: %s", status, stdout, stderr)
 	}
-	if got := snapshotDir(t, backup); !sameFiles(got, damaged) {
+	if got := snapshotDir(t, backup); !maps.Equal(got, damaged) {
 		t.Error("the backup is not the WAL as it was before the cut")
 	}
 	if status, stdout, _ := datadirCmd(append([]string{"verify"}, args...)...); status != 0 {
@@ -254,18 +255,6 @@ func snapshotDir(t *testing.T, dir string) map[string]string {
 		m[e.Name()] = string(b)
 	}
 	return m
-}
-
-func sameFiles(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // clientNode is a node as a client reads it, in dump -json's form.
@@ -458,7 +447,7 @@ func TestDatadirRebuildRefusals(t *testing.T) {
 	if status != 1 || !strings.Contains(stderr, "server 3's own data") {
 		t.Fatalf("rebuild from its own data: status %d, stderr:\n%s", status, stderr)
 	}
-	if got := snapshotDir(t, filepath.Join(s[2].Cfg().DataDir, "wal")); !sameFiles(got, before) {
+	if got := snapshotDir(t, filepath.Join(s[2].Cfg().DataDir, "wal")); !maps.Equal(got, before) {
 		t.Fatal("a refused rebuild changed the target's log")
 	}
 

@@ -2,6 +2,7 @@ package storage_test
 
 import (
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,18 +29,6 @@ func dirContents(t *testing.T, dir string) map[string]string {
 		m[e.Name()] = string(b)
 	}
 	return m
-}
-
-func sameContents(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || v != w {
-			return false
-		}
-	}
-	return true
 }
 
 // TestReadLogMatchesReadAll: over several segments, a snapshot record,
@@ -81,7 +70,7 @@ func TestReadLogMatchesReadAll(t *testing.T) {
 		if err != nil {
 			t.Fatalf("ReadLog at %d: %v", at.Index, err)
 		}
-		if !sameContents(dirContents(t, dir), before) {
+		if !maps.Equal(dirContents(t, dir), before) {
 			t.Fatalf("ReadLog at %d changed the WAL", at.Index)
 		}
 		if string(meta) != "meta" || st != (raftpb.HardState{Term: 2, Vote: 2, Commit: 295}) {
@@ -151,7 +140,7 @@ func TestScanWALReportsEachProblem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !sameContents(dirContents(t, dir), before) {
+	if !maps.Equal(dirContents(t, dir), before) {
 		t.Fatal("ScanWAL changed the WAL")
 	}
 	if len(scan.Problems) != len(want) {
@@ -291,7 +280,7 @@ func TestNewestUsableSnapshotChangesNothing(t *testing.T) {
 	if err := files[1].Check(); !errors.Is(err, storage.ErrCRCMismatch) {
 		t.Errorf("Check of the damaged file: %v", err)
 	}
-	if !sameContents(dirContents(t, dir), before) {
+	if !maps.Equal(dirContents(t, dir), before) {
 		t.Error("NewestUsableSnapshot changed the snapshot directory")
 	}
 	if _, err := storage.NewestUsableSnapshot(files, nil); !errors.Is(err, storage.ErrNoSnapshot) {
