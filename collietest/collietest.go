@@ -6,6 +6,7 @@
 package collietest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"github.com/collie-io/collie/internal/freeport"
 	"github.com/collie-io/collie/server"
 	"github.com/collie-io/collie/server/config"
+	"github.com/collie-io/collie/server/tlsconfig"
 )
 
 // Server is a running in-process server.
@@ -72,6 +74,16 @@ func WithAdminServer() Option {
 	}
 }
 
+// WithTLS adds a secure client port (secureClientPort) on a free port of
+// 127.0.0.1 with the given TLS settings; SecureAddr returns its address.
+func WithTLS(ssl tlsconfig.Settings) Option {
+	return func(cfg *config.Config) {
+		cfg.SecureClientPortAddress = "127.0.0.1"
+		cfg.SecureClientPort = -1 // chosen by StartConfig
+		cfg.SSL = ssl
+	}
+}
+
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago and
 // that no other caller in this process was given: for the peer or admin
 // ports of servers a test configures itself.
@@ -98,6 +110,9 @@ func StartConfig(tb testing.TB, cfg config.Config) *Server {
 	tb.Helper()
 	if cfg.AdminServerEnabled && cfg.AdminServerPort == 0 {
 		cfg.AdminServerPort = FreePort(tb)
+	}
+	if cfg.SecureClientPort == -1 {
+		cfg.SecureClientPort = FreePort(tb)
 	}
 	s := &Server{tb: tb, cfg: cfg}
 	s.start()
@@ -142,6 +157,15 @@ func (s *Server) awaitReady() {
 // Addr returns the client address, host:port.
 func (s *Server) Addr() string {
 	return net.JoinHostPort(s.cfg.ClientPortAddress, strconv.Itoa(s.cfg.ClientPort))
+}
+
+// SecureAddr returns the TLS client address (see WithTLS), host:port, or ""
+// when the server has none.
+func (s *Server) SecureAddr() string {
+	if s.cfg.SecureClientPort == 0 {
+		return ""
+	}
+	return net.JoinHostPort(cmp.Or(s.cfg.SecureClientPortAddress, "127.0.0.1"), strconv.Itoa(s.cfg.SecureClientPort))
 }
 
 // AdminAddr returns the admin server's address, host:port, or "" when the

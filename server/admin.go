@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"os"
@@ -166,7 +167,8 @@ func (a *adminBackend) Configuration() admin.Configuration {
 		ListenBacklog:     s.cfg.ClientPortListenBacklog,
 	}
 	if c.ClientPort == 0 {
-		c.ClientPort = s.cfg.ClientPort
+		// ZooKeeper reports -1 without a client port.
+		c.ClientPort = cmp.Or(s.cfg.ClientPort, -1)
 	}
 	if !s.cfg.Standalone {
 		c.ServerID = s.cfg.ServerID

@@ -413,10 +413,11 @@ func (s *Server) runtime() config.Runtime {
 	snapDir, _ := filepath.Abs(filepath.Join(s.cfg.DataDir, "snap"))
 	walDir, _ := filepath.Abs(filepath.Join(s.cfg.DataLogDir, "wal"))
 	rt := config.Runtime{DataDir: snapDir, DataDirSize: dirSize(snapDir), DataLogDir: walDir, DataLogSize: dirSize(walDir)}
-	if addr := s.Addr(); addr != nil {
-		if tcp, ok := addr.(*net.TCPAddr); ok {
-			rt.ClientPort = tcp.Port
-		}
+	if tcp, ok := s.Addr().(*net.TCPAddr); ok {
+		rt.ClientPort = tcp.Port
+	}
+	if tcp, ok := s.SecureAddr().(*net.TCPAddr); ok {
+		rt.SecureClientPort = tcp.Port
 	}
 	return rt
 }

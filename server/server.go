@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -100,9 +101,16 @@ type Server struct {
 	lmu           sync.Mutex
 	leaderChanged chan struct{}
 
+	// ln is the client port's listener, nil without one; tlsLn that of
+	// the secure client port. Set by Run before lnReady is closed.
 	ln      net.Listener
+	tlsLn   net.Listener
 	lnReady chan struct{}
-	closing chan struct{}
+	// tls configures the handshakes of TLS clients; nil when the server
+	// serves none. tlsFailures counts the handshakes that failed.
+	tls         *tls.Config
+	tlsFailures atomic.Int64
+	closing     chan struct{}
 	// closeMu orders closing with the goroutines Run starts (see
 	// goUnlessClosed): Shutdown waits for wg only once closing is closed.
 	closeMu sync.Mutex
@@ -139,6 +147,16 @@ func New(cfg config.Config, logger *slog.Logger) (*Server, error) {
 		fatalc:    make(chan struct{}),
 		closing:   make(chan struct{}),
 		secretSet: make(chan struct{}),
+	}
+	if cfg.ServesTLS() {
+		for _, name := range cfg.SSL.UnknownCipherSuites() {
+			logger.Warn("ssl.ciphersuites names a suite Go does not implement; it is left out", "suite", name)
+		}
+		c, err := cfg.SSL.ServerConfig()
+		if err != nil {
+			return nil, fmt.Errorf("server: TLS for clients: %w", err)
+		}
+		s.tls = c
 	}
 	s.tracker = session.NewTracker(cfg.TickTime, s.started)
 	s.ids = session.NewGenerator(cfg.ServerID, s.started)
@@ -305,11 +323,29 @@ func (s *Server) ensureSecret(ctx context.Context) error {
 }
 
 // Addr returns the client listener's address once Run has started
-// listening, or nil.
+// listening, or nil; nil too for a server that serves TLS clients only
+// (see SecureAddr).
 func (s *Server) Addr() net.Addr {
 	select {
 	case <-s.lnReady:
+		if s.ln == nil {
+			return nil
+		}
 		return s.ln.Addr()
+	default:
+		return nil
+	}
+}
+
+// SecureAddr returns the address of the TLS client listener
+// (secureClientPort) once Run has started listening, or nil.
+func (s *Server) SecureAddr() net.Addr {
+	select {
+	case <-s.lnReady:
+		if s.tlsLn == nil {
+			return nil
+		}
+		return s.tlsLn.Addr()
 	default:
 		return nil
 	}
@@ -318,7 +354,50 @@ func (s *Server) Addr() net.Addr {
 // Ready is closed once the server accepts clients.
 func (s *Server) Ready() <-chan struct{} { return s.lnReady }
 
-// Run listens on the client port and serves until ctx ends or Shutdown is
+// A listener is one client port and how its connections begin.
+type listener struct {
+	net.Listener
+	mode connMode
+}
+
+// connMode says how a client port's connections begin.
+type connMode int
+
+const (
+	plainConns connMode = iota // ZooKeeper's protocol at once
+	tlsConns                   // a TLS handshake first (secureClientPort)
+)
+
+// listen opens the client ports: clientPort unless it is 0, and
+// secureClientPort when set.
+func (s *Server) listen() ([]listener, error) {
+	var lns []listener
+	closeAll := func() {
+		for _, l := range lns {
+			l.Close()
+		}
+	}
+	if s.cfg.ClientPort != 0 {
+		ln, err := net.Listen("tcp", net.JoinHostPort(s.cfg.ClientPortAddress, fmt.Sprint(s.cfg.ClientPort)))
+		if err != nil {
+			return nil, fmt.Errorf("server: listen on client port: %w", err)
+		}
+		lns = append(lns, listener{ln, plainConns})
+		s.ln = ln
+	}
+	if s.cfg.SecureClientPort != 0 {
+		ln, err := net.Listen("tcp", net.JoinHostPort(s.cfg.SecureClientPortAddress, fmt.Sprint(s.cfg.SecureClientPort)))
+		if err != nil {
+			closeAll()
+			return nil, fmt.Errorf("server: listen on secure client port: %w", err)
+		}
+		lns = append(lns, listener{ln, tlsConns})
+		s.tlsLn = ln
+	}
+	return lns, nil
+}
+
+// Run listens on the client ports and serves until ctx ends or Shutdown is
 // called. A member of an ensemble listens at once, as a ZooKeeper server
 // does, and serves clients once it knows a leader and the session secret;
 // until then it refuses sessions and its four-letter words and admin
@@ -337,12 +416,10 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	defer s.stopAdmin()
-	addr := net.JoinHostPort(s.cfg.ClientPortAddress, fmt.Sprint(s.cfg.ClientPort))
-	ln, err := net.Listen("tcp", addr)
+	lns, err := s.listen()
 	if err != nil {
-		return fmt.Errorf("server: listen on client port: %w", err)
+		return err
 	}
-	s.ln = ln
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -352,10 +429,16 @@ func (s *Server) Run(ctx context.Context) error {
 		case <-s.node.Done():
 		case <-s.fatalc:
 		}
-		ln.Close()
+		for _, l := range lns {
+			l.Close()
+		}
 	}()
+	var addrs []string
+	for _, l := range lns {
+		addrs = append(addrs, l.Addr().String())
+	}
 	if !s.ready.Load() {
-		s.log.Info("listening for clients; serving them once a leader is known", "addr", ln.Addr().String())
+		s.log.Info("listening for clients; serving them once a leader is known", "addr", strings.Join(addrs, ","))
 	}
 	s.goUnlessClosed(func() {
 		if !s.ready.Load() {
@@ -368,7 +451,7 @@ func (s *Server) Run(ctx context.Context) error {
 			s.ready.Store(true)
 		}
 		close(s.lnReady)
-		s.log.Info("serving clients", "addr", ln.Addr().String(), "data_dir", s.cfg.DataDir)
+		s.log.Info("serving clients", "addr", strings.Join(addrs, ","), "data_dir", s.cfg.DataDir)
 		s.wg.Go(func() { s.expireSessions(ctx) })
 		s.wg.Go(func() { s.sweepContainers(ctx) })
 		// What the start read and replayed (the snapshot's stream, the
@@ -377,6 +460,22 @@ func (s *Server) Run(ctx context.Context) error {
 		// resident memory.
 		s.wg.Go(debug.FreeOSMemory)
 	})
+	// Every port's loop ends when its listener closes; the first to end
+	// says why Run returns, and closes the others.
+	errc := make(chan error, len(lns))
+	for _, l := range lns {
+		if !s.goUnlessClosed(func() { errc <- s.accept(ctx, l) }) {
+			return ErrServerClosed
+		}
+	}
+	err = <-errc
+	cancel()
+	return err
+}
+
+// accept serves the connections of one client port until its listener
+// closes.
+func (s *Server) accept(ctx context.Context, ln listener) error {
 	var delay time.Duration
 	for {
 		nc, err := ln.Accept()
@@ -410,16 +509,7 @@ func (s *Server) Run(ctx context.Context) error {
 			continue
 		}
 		started := s.goUnlessClosed(func() {
-			conn.Serve(ctx, nc, s, conn.Config{
-				MaxBuffer: s.cfg.JuteMaxBuffer,
-				// A client that has not sent its connect request within
-				// the longest session timeout it could ask for is gone.
-				HandshakeTimeout:  min(10*time.Second, s.cfg.MaxSessionTimeout),
-				Logger:            s.log,
-				LinearizableReads: s.cfg.LinearizableReads,
-				Observe:           s.latency.observe,
-				Received:          s.latency.packet,
-			})
+			s.serveConn(ctx, nc, ln.mode)
 			s.release(nc)
 		})
 		if !started {
@@ -428,6 +518,48 @@ func (s *Server) Run(ctx context.Context) error {
 			return ErrServerClosed
 		}
 	}
+}
+
+// handshakeTimeout bounds the start of a connection: its TLS handshake,
+// and then its connect request. A client that has not sent its connect
+// request within the longest session timeout it could ask for is gone.
+func (s *Server) handshakeTimeout() time.Duration {
+	return min(10*time.Second, s.cfg.MaxSessionTimeout)
+}
+
+// serveConn serves one client connection until it closes; one that starts
+// with a TLS handshake is served once the handshake has succeeded.
+func (s *Server) serveConn(ctx context.Context, nc net.Conn, mode connMode) {
+	if mode != plainConns {
+		var ok bool
+		if nc, ok = s.startTLS(ctx, nc, mode); !ok {
+			nc.Close()
+			return
+		}
+	}
+	conn.Serve(ctx, nc, s, conn.Config{
+		MaxBuffer:         s.cfg.JuteMaxBuffer,
+		HandshakeTimeout:  s.handshakeTimeout(),
+		Logger:            s.log,
+		LinearizableReads: s.cfg.LinearizableReads,
+		Observe:           s.latency.observe,
+		Received:          s.latency.packet,
+	})
+}
+
+// startTLS performs the TLS handshake of a connection within the handshake
+// timeout, and returns the connection to serve. A failed handshake, or garbage, costs that
+// connection only.
+func (s *Server) startTLS(ctx context.Context, nc net.Conn, mode connMode) (net.Conn, bool) {
+	nc.SetDeadline(time.Now().Add(s.handshakeTimeout()))
+	tc := tls.Server(nc, s.tls)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		s.log.Info("TLS handshake failed", "remote", nc.RemoteAddr().String(), "err", err)
+		s.tlsFailures.Add(1)
+		return nc, false
+	}
+	nc.SetDeadline(time.Time{})
+	return tc, true
 }
 
 // goUnlessClosed runs f in a goroutine of the server, unless Shutdown has

@@ -59,7 +59,7 @@ func writeZooCfg(t *testing.T, dir, extra string) int {
 // key and its line.
 func TestServerRefusesKeyAskingForTLS(t *testing.T) {
 	dir := t.TempDir()
-	writeZooCfg(t, dir, "secureClientPort=2281\n")
+	writeZooCfg(t, dir, "sslQuorum=true\n")
 	// The deadline only ends a server that started by mistake.
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
@@ -73,7 +73,7 @@ func TestServerRefusesKeyAskingForTLS(t *testing.T) {
 	}
 	for _, want := range []string{
 		"collie server: config: zoo.cfg: Collie does not implement yet",
-		"line 6: secureClientPort=2281 asks for TLS on the client port",
+		"line 6: sslQuorum=true asks for TLS between servers",
 		"remove these keys",
 	} {
 		if !strings.Contains(string(out), want) {

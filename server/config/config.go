@@ -34,6 +34,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/collie-io/collie/server/tlsconfig"
 )
 
 // Config is a parsed zoo.cfg. Keys are named after ZooKeeper's; durations
@@ -53,6 +55,21 @@ type Config struct {
 	ClientPortAddress       string // clientPortAddress; "" listens on all interfaces
 	ClientPortListenBacklog int    // clientPortListenBacklog; -1 leaves the system default
 	MaxClientCnxns          int    // maxClientCnxns: connections per client IP; 0 or less is unlimited
+
+	// SecureClientPort is secureClientPort: a port serving clients over
+	// TLS only, beside ClientPort or alone; 0 when not set.
+	// SecureClientPortAddress is secureClientPortAddress, "" for all
+	// interfaces.
+	SecureClientPort        int
+	SecureClientPortAddress string
+	// SSL are the ssl.* keys: the key and trust stores and the TLS
+	// parameters of SecureClientPort. Their passwords are secrets.
+	SSL tlsconfig.Settings
+	// ServerCnxnFactory is serverCnxnFactory, ZooKeeper's choice between
+	// its NIO and Netty connection code, which ZooKeeper needs set to
+	// Netty for TLS. Collie has one implementation; the key is accepted
+	// and changes nothing.
+	ServerCnxnFactory string
 
 	// MinSessionTimeout and MaxSessionTimeout bound the session timeout a
 	// client may negotiate. The file gives milliseconds, -1 meaning the
@@ -281,6 +298,9 @@ func Parse(data []byte) (Config, error) {
 	if c.ClientPort == 0 && c.ClientPortAddress != "" {
 		p.errs = append(p.errs, errors.New("clientPortAddress is set but clientPort is not"))
 	}
+	if c.SecureClientPort == 0 && c.SecureClientPortAddress != "" {
+		p.errs = append(p.errs, errors.New("secureClientPortAddress is set but secureClientPort is not"))
+	}
 	// tickTime may come after the timeouts in the file, so the defaults
 	// that depend on it are derived only now.
 	c.MinSessionTimeout = sessionTimeout(p.minSession, 2*c.TickTime)
@@ -312,6 +332,9 @@ type parser struct {
 func (p *parser) set(key, value string, line int) {
 	c := &p.c
 	var err error
+	if p.setTLS(key, value) {
+		return
+	}
 	switch key {
 	case "tickTime":
 		c.TickTime, err = millis(key, value)
@@ -413,6 +436,78 @@ func (p *parser) set(key, value string, line int) {
 	if err != nil {
 		p.errs = append(p.errs, err)
 	}
+}
+
+// setTLS applies a key of client TLS and reports whether it was one.
+// ZooKeeper reads these as the Java system properties zookeeper.<key>,
+// which it also makes of zoo.cfg's keys, so both spellings count.
+func (p *parser) setTLS(key, value string) bool {
+	c := &p.c
+	var err error
+	switch key {
+	case "secureClientPort":
+		// 0 means not set, as in ZooKeeper.
+		c.SecureClientPort, err = intIn(key, value, 0, 65535, "a port number (1-65535)")
+	case "secureClientPortAddress":
+		c.SecureClientPortAddress, err = nonEmpty(key, value, "a host name or IP address")
+		c.SecureClientPortAddress = unbracket(c.SecureClientPortAddress)
+	default:
+		name := strings.TrimPrefix(key, "zookeeper.")
+		ssl := &c.SSL
+		switch name {
+		case "serverCnxnFactory":
+			c.ServerCnxnFactory = value
+		case "ssl.keyStore.location":
+			ssl.KeyStore.Location = value
+		case "ssl.keyStore.password":
+			ssl.KeyStore.Password = value
+		case "ssl.keyStore.passwordPath":
+			ssl.KeyStore.PasswordPath = value
+		case "ssl.keyStore.type":
+			ssl.KeyStore.Type, err = storeType(key, value)
+		case "ssl.trustStore.location":
+			ssl.TrustStore.Location = value
+		case "ssl.trustStore.password":
+			ssl.TrustStore.Password = value
+		case "ssl.trustStore.passwordPath":
+			ssl.TrustStore.PasswordPath = value
+		case "ssl.trustStore.type":
+			ssl.TrustStore.Type, err = storeType(key, value)
+		case "ssl.clientAuth":
+			if ssl.ClientAuth, err = tlsconfig.ParseClientAuth(value); err != nil {
+				err = &ValueError{Key: key, Value: value, Problem: "is not none, want or need"}
+			}
+		case "ssl.protocol":
+			ssl.Protocol = value
+		case "ssl.enabledProtocols":
+			ssl.EnabledProtocols = value
+		case "ssl.ciphersuites":
+			ssl.CipherSuites = value
+		case "ssl.hostnameVerification":
+			// ZooKeeper's server never checks a client's host name on
+			// the client port (ClientX509Util), whatever this says.
+			_, err = boolean(key, value)
+		case "ssl.handshakeDetectionTimeoutMillis":
+			// Read by ZooKeeper's quorum sockets only; a unified client
+			// port waits for the first byte within the handshake's bound.
+			_, err = intIn(key, value, math.MinInt32, math.MaxInt32, "a number of milliseconds")
+		default:
+			return false
+		}
+	}
+	if err != nil {
+		p.errs = append(p.errs, err)
+	}
+	return true
+}
+
+// storeType checks a key or trust store's type; "" infers it from the
+// file's extension, as in ZooKeeper.
+func storeType(key, value string) (string, error) {
+	if _, err := (tlsconfig.Store{Type: value}).FileType(); value != "" && err != nil {
+		return "", &ValueError{Key: key, Value: value, Problem: "is not JKS, PEM or PKCS12"}
+	}
+	return value, nil
 }
 
 // lastOccurrences keeps, for each key, only its last entry, in file order.
@@ -711,12 +806,23 @@ func (c Config) Validate() error {
 	check(c.DataDir != "", "dataDir is not set")
 	check(c.DataLogDir != "", "dataLogDir is not set")
 	switch {
+	case c.ClientPort == 0 && c.SecureClientPort != 0:
+		// A server may serve TLS clients alone.
 	case c.ClientPort == 0 && len(c.Servers) > 0:
 		errs = append(errs, errors.New("clientPort is not set: set it, or end this server's server.N line with ;clientPort"))
 	case c.ClientPort == 0:
 		errs = append(errs, errors.New("clientPort is not set"))
 	default:
 		check(validPort(c.ClientPort), "clientPort %d is not a port number (1-65535)", c.ClientPort)
+	}
+	check(c.SecureClientPort == 0 || validPort(c.SecureClientPort), "secureClientPort %d is not a port number (1-65535)", c.SecureClientPort)
+	check(c.SecureClientPort == 0 || c.ClientPort != c.SecureClientPort || !sameHost(c.ClientPortAddress, c.SecureClientPortAddress),
+		"clientPort and secureClientPort are both %d: they must differ", c.ClientPort)
+	if c.ServesTLS() {
+		check(c.SSL.KeyStore.Location != "", "ssl.keyStore.location is not set: TLS clients need the server's key and certificate")
+		if err := c.SSL.Check(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	check(c.MinSessionTimeout >= 0, "minSessionTimeout must not be negative")
 	check(c.MinSessionTimeout <= c.MaxSessionTimeout, "minSessionTimeout (%d ms) must not be larger than maxSessionTimeout (%d ms)",
@@ -798,6 +904,16 @@ func (c Config) validateMembers() []error {
 
 func validPort(p int) bool { return p >= 1 && p <= 65535 }
 
+// sameHost reports whether two listen addresses may be the same one.
+func sameHost(a, b string) bool {
+	return a == b || isWildcard(a) || isWildcard(b)
+}
+
+// ServesTLS reports whether the server has a TLS client listener.
+func (c Config) ServesTLS() bool {
+	return c.SecureClientPort != 0
+}
+
 // Load reads the zoo.cfg at path, reads the myid file in its dataDir when
 // the file lists servers, and validates the result. A relative dataDir is
 // relative to the working directory, as in ZooKeeper. An ensemble member
@@ -848,6 +964,9 @@ type Runtime struct {
 	DataLogDir    string // absolute path of the directory holding the log
 	DataLogSize   int64  // bytes in DataLogDir
 	ConfigVersion uint64 // version of the membership, printed in hex
+	// SecureClientPort is the port the TLS listener is bound to; 0
+	// reports Config.SecureClientPort.
+	SecureClientPort int
 }
 
 // ConfLines returns the listing of the conf four-letter word, key=value
@@ -855,17 +974,16 @@ type Runtime struct {
 // quorum settings and the membership, one server.N line per server,
 // followed by the membership version.
 func (c Config) ConfLines(rt Runtime) []string {
-	clientPort := rt.ClientPort
-	if clientPort == 0 {
-		clientPort = c.ClientPort
-	}
+	// ZooKeeper reports -1 for a port without a listener.
+	clientPort := cmp.Or(rt.ClientPort, c.ClientPort, -1)
+	secureClientPort := cmp.Or(rt.SecureClientPort, c.SecureClientPort, -1)
 	var serverID uint64 // ZooKeeper's standalone server reports 0
 	if !c.Standalone {
 		serverID = c.ServerID
 	}
 	lines := []string{
 		"clientPort=" + strconv.Itoa(clientPort),
-		"secureClientPort=-1", // Collie has no TLS listener
+		"secureClientPort=" + strconv.Itoa(secureClientPort),
 		"dataDir=" + rt.DataDir,
 		"dataDirSize=" + strconv.FormatInt(rt.DataDirSize, 10),
 		"dataLogDir=" + rt.DataLogDir,

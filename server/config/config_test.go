@@ -347,7 +347,7 @@ metricsProvider.className=org.apache.zookeeper.metrics.prometheus.PrometheusMetr
 tickTme=3000
 zookeeper.extendedTypesEnabled=true
 `)
-	want := []string{"serverCnxnFactory", "dynamicConfigFile", "metricsProvider.className", "tickTme", "zookeeper.extendedTypesEnabled"}
+	want := []string{"dynamicConfigFile", "metricsProvider.className", "tickTme", "zookeeper.extendedTypesEnabled"}
 	if !slices.Equal(c.Unknown, want) {
 		t.Errorf("Unknown = %q, want %q", c.Unknown, want)
 	}

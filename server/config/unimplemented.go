@@ -119,7 +119,6 @@ func integer(v string) (int64, bool) {
 // its case still says what the operator wanted.
 //
 // Deliberately not refused, although they sound related:
-//   - serverCnxnFactory (Netty): TLS needs it, but it encrypts nothing.
 //   - globalOutstandingLimit: flow control ZooKeeper applies whether or
 //     not the key is set (1000 by default), so the key asks for nothing a
 //     file without it does not; Collie bounds each connection's requests
@@ -134,15 +133,19 @@ func integer(v string) (int64, bool) {
 //     has no reconfig and refuses multi-address server lines itself.
 var unimplemented = []unimplementedFeature{
 	{
-		// The client port's TLS settings are the "zookeeper.ssl." keys of
-		// ClientX509Util; ssl.authProvider names the x509 scheme.
-		name: "TLS on the client port",
+		// Collie serves TLS on the client port (see parser.setTLS). These
+		// keys reload its stores, check revocation or replace the way
+		// ZooKeeper builds its TLS context; client.secure is a client's
+		// switch, sometimes copied into zoo.cfg. Other ssl.* keys are
+		// ones Collie does not know, which may ask for more.
+		name: "a TLS setting Collie does not implement",
 		keys: []refusal{
-			{"secureClientPort", offZero},
-			{"secureClientPortAddress", nil}, // ZooKeeper requires secureClientPort with it
 			{"client.portUnification", offFalse},
 			{"client.certReload", offFalse},
 			{"client.secure", offFalse},
+			{"ssl.crl", offFalse},
+			{"ssl.ocsp", offFalse},
+			{"ssl.context.supplier.class", nil},
 			{"ssl.*", nil},
 		},
 	},
@@ -213,9 +216,13 @@ var unimplemented = []unimplementedFeature{
 		},
 	},
 	{
+		// ssl.authProvider names the scheme of TLS clients' certificate
+		// identities, x509 by default.
 		name: "x509 client certificates",
 		keys: []refusal{
 			{"X509AuthenticationProvider.superUser", nil},
+			{"ssl.authProvider", nil},
+			{"ssl.clientCertIdType", nil},
 		},
 	},
 	{

@@ -32,17 +32,15 @@ func TestParseRefusesKeysAskingForUnimplementedSecurity(t *testing.T) {
 		key, value string
 		feature    string
 	}{
-		{"secureClientPort", "2281", "TLS on the client port"},
-		{"secureClientPortAddress", "0.0.0.0", "TLS on the client port"},
-		{"client.portUnification", "true", "TLS on the client port"},
-		{"client.certReload", "true", "TLS on the client port"},
-		{"client.secure", "true", "TLS on the client port"},
-		{"ssl.keyStore.location", "/etc/zookeeper/keystore.jks", "TLS on the client port"},
-		{"ssl.keyStore.password", "secret", "TLS on the client port"},
-		{"ssl.trustStore.location", "/etc/zookeeper/truststore.jks", "TLS on the client port"},
-		{"ssl.clientAuth", "none", "TLS on the client port"},
-		{"ssl.hostnameVerification", "false", "TLS on the client port"},
-		{"ssl.authProvider", "x509", "TLS on the client port"},
+		{"client.portUnification", "true", "a TLS setting Collie does not implement"},
+		{"client.certReload", "true", "a TLS setting Collie does not implement"},
+		{"client.secure", "true", "a TLS setting Collie does not implement"},
+		{"ssl.crl", "true", "a TLS setting Collie does not implement"},
+		{"ssl.ocsp", "true", "a TLS setting Collie does not implement"},
+		{"ssl.context.supplier.class", "com.example.Supplier", "a TLS setting Collie does not implement"},
+		{"ssl.sslProvider", "OPENSSL", "a TLS setting Collie does not implement"},
+		{"ssl.authProvider", "x509", "x509 client certificates"},
+		{"ssl.clientCertIdType", "SAN", "x509 client certificates"},
 		{"sslQuorum", "true", "TLS between servers"},
 		{"sslQuorumReloadCertFiles", "true", "TLS between servers"},
 		{"portUnification", "true", "TLS between servers"},
@@ -126,10 +124,11 @@ func TestParseRefusesKeysAskingForUnimplementedLimits(t *testing.T) {
 // nothing, so it is only a warning, like any other key Collie ignores.
 func TestParseAcceptsSwitchesThatAreOff(t *testing.T) {
 	lines := []string{
-		"secureClientPort=0",
 		"client.portUnification=false",
 		"client.certReload=false",
 		"client.secure=false",
+		"ssl.crl=false",
+		"ssl.ocsp=false",
 		"sslQuorum=false",
 		"sslQuorum=FALSE",
 		"sslQuorumReloadCertFiles=false",
@@ -179,8 +178,7 @@ func TestParseRefusesSwitchesThatAreNotPlainlyOff(t *testing.T) {
 	lines := []string{
 		"sslQuorum=yes",
 		"sslQuorum=",
-		"secureClientPort=-1",
-		"secureClientPort=port",
+		"ssl.crl=yes",
 		"enforce.auth.enabled=no",
 		"maxCnxns=unlimited",
 		"DigestAuthenticationProvider.enabled=yes",
@@ -197,8 +195,6 @@ func TestParseRefusesSwitchesThatAreNotPlainlyOff(t *testing.T) {
 // some that sound as if they might.
 func TestParseWarnsAboutKeysThatPromiseNothing(t *testing.T) {
 	lines := []string{
-		"serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory",
-		"zookeeper.serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory",
 		"clientCnxnSocket=org.apache.zookeeper.ClientCnxnSocketNetty",
 		"globalOutstandingLimit=1000",
 		"zookeeper.globalOutstandingLimit=5000",
@@ -242,11 +238,11 @@ func TestParseWarnsAboutKeysThatPromiseNothing(t *testing.T) {
 
 func TestParseReportsEveryNotImplementedKeyAtOnce(t *testing.T) {
 	text := `dataDir=/d
-secureClientPort=2281
+sslQuorum=true
 tickTime=fast
-ssl.keyStore.location=/etc/zookeeper/keystore.jks
-ssl.keyStore.password=hunter2
-sslQuorum=false
+ssl.quorum.keyStore.location=/etc/zookeeper/keystore.jks
+ssl.quorum.keyStore.password=hunter2
+ssl.crl=false
 authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider
 globalOutstandingLimit=1000
 zookeeper.enforceQuota=true
@@ -254,9 +250,9 @@ zookeeper.enforceQuota=true
 	_, err := Parse([]byte(text))
 	want := `tickTime: "fast" is not a positive number of milliseconds
 Collie does not implement yet what these keys ask for, and will not start without it:
-	line 2: secureClientPort=2281 asks for TLS on the client port (0 turns it off)
-	line 4: ssl.keyStore.location asks for TLS on the client port
-	line 5: ssl.keyStore.password asks for TLS on the client port
+	line 2: sslQuorum=true asks for TLS between servers (false turns it off)
+	line 4: ssl.quorum.keyStore.location asks for TLS between servers
+	line 5: ssl.quorum.keyStore.password asks for TLS between servers
 	line 7: authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider asks for an authentication provider Collie does not have (the built-in DigestAuthenticationProvider and IPAuthenticationProvider are accepted)
 	line 9: zookeeper.enforceQuota=true asks for quota enforcement (false turns it off)
 remove these keys to run without what they ask for, or keep running ZooKeeper until Collie implements it`
@@ -300,10 +296,10 @@ func TestParseNotImplementedIgnoresCase(t *testing.T) {
 func TestLoadNamesFileAndLineOfNotImplementedKey(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "zoo.cfg")
-	writeFiles(t, dir, map[string]string{"zoo.cfg": "# TLS for clients\ndataDir=" + dir + "\nclientPort=2181\nsecureClientPort=2281\n"})
+	writeFiles(t, dir, map[string]string{"zoo.cfg": "# TLS between servers\ndataDir=" + dir + "\nclientPort=2181\nsslQuorum=true\n"})
 	_, err := Load(cfg)
 	want := "config: " + cfg + ": Collie does not implement yet what these keys ask for, and will not start without it:\n" +
-		"\tline 4: secureClientPort=2281 asks for TLS on the client port (0 turns it off)\n"
+		"\tline 4: sslQuorum=true asks for TLS between servers (false turns it off)\n"
 	var ni *NotImplementedError
 	if !errors.As(err, &ni) || !strings.HasPrefix(errString(err), want) {
 		t.Errorf("Load error\n got %v\nwant %s...", err, want)

@@ -1,0 +1,101 @@
+package config
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/collie-io/collie/server/tlsconfig"
+)
+
+func TestParseClientTLS(t *testing.T) {
+	for _, prefix := range []string{"", "zookeeper."} {
+		c := mustParse(t, `dataDir=/d
+clientPort=2181
+secureClientPort=2281
+secureClientPortAddress=[::1]
+`+prefix+`serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory
+`+prefix+`ssl.keyStore.location=/etc/zk/keystore.jks
+`+prefix+`ssl.keyStore.password=ks-secret
+`+prefix+`ssl.keyStore.type=jks
+`+prefix+`ssl.trustStore.location=/etc/zk/truststore.p12
+`+prefix+`ssl.trustStore.passwordPath=/etc/zk/ts-password
+`+prefix+`ssl.clientAuth=want
+`+prefix+`ssl.protocol=TLSv1.3
+`+prefix+`ssl.enabledProtocols=TLSv1.2,TLSv1.3
+`+prefix+`ssl.ciphersuites=TLS_AES_128_GCM_SHA256,TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256
+`+prefix+`ssl.hostnameVerification=false
+`+prefix+`ssl.handshakeDetectionTimeoutMillis=5000
+`)
+		if len(c.Unknown) != 0 {
+			t.Errorf("%sUnknown = %q", prefix, c.Unknown)
+		}
+		want := tlsconfig.Settings{
+			KeyStore:         tlsconfig.Store{Location: "/etc/zk/keystore.jks", Password: "ks-secret", Type: "jks"},
+			TrustStore:       tlsconfig.Store{Location: "/etc/zk/truststore.p12", PasswordPath: "/etc/zk/ts-password"},
+			ClientAuth:       tlsconfig.WantClientAuth,
+			Protocol:         "TLSv1.3",
+			EnabledProtocols: "TLSv1.2,TLSv1.3",
+			CipherSuites:     "TLS_AES_128_GCM_SHA256,TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+		}
+		if c.SSL != want {
+			t.Errorf("%sSSL = %+v\nwant %+v", prefix, c.SSL, want)
+		}
+		if c.SecureClientPort != 2281 || c.SecureClientPortAddress != "::1" || !c.ServesTLS() {
+			t.Errorf("%ssecure port %d on %q", prefix, c.SecureClientPort, c.SecureClientPortAddress)
+		}
+		if err := c.Validate(); err != nil {
+			t.Errorf("%sValidate: %v", prefix, err)
+		}
+	}
+}
+
+func TestValidateClientTLS(t *testing.T) {
+	tests := []struct {
+		text, wantErr string
+	}{
+		// A server may serve TLS clients alone, and need not say how.
+		{"secureClientPort=2281\nssl.keyStore.location=/k.pem", ""},
+		{"secureClientPort=0\nclientPort=2181", ""},
+		{"secureClientPort=2281", "ssl.keyStore.location is not set"},
+		{"clientPort=2181\nsecureClientPort=2181\nssl.keyStore.location=/k.pem", "must differ"},
+		{"secureClientPort=2281\nssl.keyStore.location=/k.pem\nssl.protocol=SSLv3", "ssl.protocol"},
+		{"secureClientPort=2281\nssl.keyStore.location=/k.pem\nssl.protocol=TLSv1.3", "names none of its suites"},
+	}
+	for _, tt := range tests {
+		c, err := Parse([]byte("dataDir=/d\n" + tt.text))
+		if err == nil {
+			err = c.Validate()
+		}
+		if got := errString(err); (tt.wantErr == "") != (got == "") || !strings.Contains(got, tt.wantErr) {
+			t.Errorf("%q: error %q, want one containing %q", tt.text, got, tt.wantErr)
+		}
+	}
+}
+
+func TestParseClientTLSValueErrors(t *testing.T) {
+	for _, line := range []string{
+		"secureClientPort=-1", // ZooKeeper fails on it too: a port out of range
+		"secureClientPort=port",
+		"secureClientPortAddress=",
+		"secureClientPortAddress=::1", // without secureClientPort
+		"ssl.clientAuth=required",
+		"ssl.keyStore.type=BKS",
+		"ssl.trustStore.type=PKCS#12",
+		"ssl.hostnameVerification=no",
+	} {
+		if _, err := Parse([]byte("dataDir=/d\nclientPort=2181\n" + line)); err == nil {
+			t.Errorf("Parse(%q) succeeded", line)
+		} else if strings.Contains(err.Error(), "does not implement") {
+			t.Errorf("Parse(%q) = %v, want a value error", line, err)
+		}
+	}
+}
+
+func TestConfLinesSecureClientPort(t *testing.T) {
+	c := mustParse(t, "dataDir=/d\nsecureClientPort=2281\nssl.keyStore.location=/k.pem\n")
+	lines := c.ConfLines(Runtime{SecureClientPort: 40001})
+	if !slices.Equal(lines[:2], []string{"clientPort=-1", "secureClientPort=40001"}) {
+		t.Errorf("conf starts %q, want no client port and the bound secure one", lines[:2])
+	}
+}
