@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -364,8 +365,9 @@ type listener struct {
 type connMode int
 
 const (
-	plainConns connMode = iota // ZooKeeper's protocol at once
-	tlsConns                   // a TLS handshake first (secureClientPort)
+	plainConns   connMode = iota // ZooKeeper's protocol at once
+	tlsConns                     // a TLS handshake first (secureClientPort)
+	unifiedConns                 // either, told by the first byte (client.portUnification)
 )
 
 // listen opens the client ports: clientPort unless it is 0, and
@@ -382,7 +384,11 @@ func (s *Server) listen() ([]listener, error) {
 		if err != nil {
 			return nil, fmt.Errorf("server: listen on client port: %w", err)
 		}
-		lns = append(lns, listener{ln, plainConns})
+		mode := plainConns
+		if s.cfg.ClientPortUnification {
+			mode = unifiedConns
+		}
+		lns = append(lns, listener{ln, mode})
 		s.ln = ln
 	}
 	if s.cfg.SecureClientPort != 0 {
@@ -547,11 +553,32 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn, mode connMode) {
 	})
 }
 
-// startTLS performs the TLS handshake of a connection within the handshake
-// timeout, and returns the connection to serve. A failed handshake, or garbage, costs that
+// tlsRecordHandshake is the first byte of every TLS connection: the
+// content type of a handshake record. ZooKeeper's frames start with the
+// high byte of their length, 0 for any frame it accepts, and four-letter
+// words with a lowercase letter, so one byte tells them apart, as Netty's
+// OptionalSslHandler does for ZooKeeper.
+const tlsRecordHandshake = 0x16
+
+// startTLS performs the TLS handshake of a connection (on a unified port,
+// once its first byte shows one) within the handshake timeout, and returns
+// the connection to serve. A failed handshake, or garbage, costs that
 // connection only.
 func (s *Server) startTLS(ctx context.Context, nc net.Conn, mode connMode) (net.Conn, bool) {
 	nc.SetDeadline(time.Now().Add(s.handshakeTimeout()))
+	if mode == unifiedConns {
+		pc := &peekedConn{Conn: nc, r: bufio.NewReaderSize(nc, 16)}
+		first, err := pc.r.Peek(1)
+		if err != nil {
+			return nc, false
+		}
+		nc = pc
+		if first[0] != tlsRecordHandshake {
+			// conn.Serve sets its own deadlines.
+			nc.SetDeadline(time.Time{})
+			return nc, true
+		}
+	}
 	tc := tls.Server(nc, s.tls)
 	if err := tc.HandshakeContext(ctx); err != nil {
 		s.log.Info("TLS handshake failed", "remote", nc.RemoteAddr().String(), "err", err)
@@ -561,6 +588,15 @@ func (s *Server) startTLS(ctx context.Context, nc net.Conn, mode connMode) (net.
 	nc.SetDeadline(time.Time{})
 	return tc, true
 }
+
+// peekedConn is a connection whose first bytes were read to see how it
+// begins; reads return them first.
+type peekedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *peekedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
 // goUnlessClosed runs f in a goroutine of the server, unless Shutdown has
 // begun, and reports whether it did. A goroutine Run starts must be counted

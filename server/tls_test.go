@@ -226,3 +226,48 @@ func TestSecureClientPortBadClients(t *testing.T) {
 		t.Fatalf("the TLS client after the bad ones: %v", err)
 	}
 }
+
+// With client.portUnification, one port serves TLS and plaintext clients,
+// each connection told apart by its first byte.
+func TestPortUnification(t *testing.T) {
+	pki := newTLSPKI(t)
+	srv := collietest.Start(t, collietest.WithConfig(func(c *config.Config) {
+		c.ClientPortUnification = true
+		c.SSL = pki.settings(tlsconfig.NeedClientAuth)
+	}))
+	secure := connectTLS(t, srv.Addr(), pki.clientTLS(t, pki.client))
+	plain, _ := connect(t, srv.Addr())
+	if _, err := secure.Create("/unified", []byte("over TLS"), 0, acl); err != nil {
+		t.Fatal(err)
+	}
+	if data, _, err := plain.Get("/unified"); err != nil || string(data) != "over TLS" {
+		t.Fatalf("plaintext get: %q, %v", data, err)
+	}
+	if got := fourLetter(t, srv.Addr(), "ruok"); got != "imok" {
+		t.Errorf("plaintext ruok: %q", got)
+	}
+	if err := tlsRefused(srv.Addr(), pki.clientTLS(t, pki.client)); err != nil {
+		t.Errorf("ruok over TLS: %v", err)
+	}
+	// The TLS side keeps its settings: a client without a certificate is
+	// refused, as is a handshake that never finishes.
+	if err := tlsRefused(srv.Addr(), pki.clientTLS(t, nil)); err == nil {
+		t.Error("a TLS client without a certificate was served")
+	}
+	stalled, err := net.Dial("tcp", srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stalled.Close()
+	stalled.SetDeadline(time.Now().Add(30 * time.Second))
+	stalled.Write([]byte{0x16, 0x03})
+	if _, err := stalled.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Errorf("stalled handshake: %v, want it closed by the server", err)
+	}
+	if _, err := plain.Set("/unified", []byte("plain"), -1); err != nil {
+		t.Fatalf("plaintext client after the bad ones: %v", err)
+	}
+	if _, err := secure.Set("/unified", []byte("tls"), -1); err != nil {
+		t.Fatalf("TLS client after the bad ones: %v", err)
+	}
+}

@@ -62,8 +62,12 @@ type Config struct {
 	// interfaces.
 	SecureClientPort        int
 	SecureClientPortAddress string
+	// ClientPortUnification is client.portUnification: ClientPort serves
+	// TLS clients too, each connection told apart by its first byte.
+	ClientPortUnification bool
 	// SSL are the ssl.* keys: the key and trust stores and the TLS
-	// parameters of SecureClientPort. Their passwords are secrets.
+	// parameters of SecureClientPort and of a unified ClientPort. Their
+	// passwords are secrets.
 	SSL tlsconfig.Settings
 	// ServerCnxnFactory is serverCnxnFactory, ZooKeeper's choice between
 	// its NIO and Netty connection code, which ZooKeeper needs set to
@@ -455,6 +459,8 @@ func (p *parser) setTLS(key, value string) bool {
 		name := strings.TrimPrefix(key, "zookeeper.")
 		ssl := &c.SSL
 		switch name {
+		case "client.portUnification":
+			c.ClientPortUnification, err = boolean(key, value)
 		case "serverCnxnFactory":
 			c.ServerCnxnFactory = value
 		case "ssl.keyStore.location":
@@ -817,7 +823,7 @@ func (c Config) Validate() error {
 	}
 	check(c.SecureClientPort == 0 || validPort(c.SecureClientPort), "secureClientPort %d is not a port number (1-65535)", c.SecureClientPort)
 	check(c.SecureClientPort == 0 || c.ClientPort != c.SecureClientPort || !sameHost(c.ClientPortAddress, c.SecureClientPortAddress),
-		"clientPort and secureClientPort are both %d: they must differ", c.ClientPort)
+		"clientPort and secureClientPort are both %d: they must differ (client.portUnification=true serves TLS on clientPort)", c.ClientPort)
 	if c.ServesTLS() {
 		check(c.SSL.KeyStore.Location != "", "ssl.keyStore.location is not set: TLS clients need the server's key and certificate")
 		if err := c.SSL.Check(); err != nil {
@@ -909,9 +915,10 @@ func sameHost(a, b string) bool {
 	return a == b || isWildcard(a) || isWildcard(b)
 }
 
-// ServesTLS reports whether the server has a TLS client listener.
+// ServesTLS reports whether the server has a TLS client listener: a
+// secureClientPort, or a clientPort with client.portUnification.
 func (c Config) ServesTLS() bool {
-	return c.SecureClientPort != 0
+	return c.SecureClientPort != 0 || (c.ClientPortUnification && c.ClientPort != 0)
 }
 
 // Load reads the zoo.cfg at path, reads the myid file in its dataDir when

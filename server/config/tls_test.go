@@ -14,6 +14,7 @@ func TestParseClientTLS(t *testing.T) {
 clientPort=2181
 secureClientPort=2281
 secureClientPortAddress=[::1]
+`+prefix+`client.portUnification=true
 `+prefix+`serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory
 `+prefix+`ssl.keyStore.location=/etc/zk/keystore.jks
 `+prefix+`ssl.keyStore.password=ks-secret
@@ -41,8 +42,8 @@ secureClientPortAddress=[::1]
 		if c.SSL != want {
 			t.Errorf("%sSSL = %+v\nwant %+v", prefix, c.SSL, want)
 		}
-		if c.SecureClientPort != 2281 || c.SecureClientPortAddress != "::1" || !c.ServesTLS() {
-			t.Errorf("%ssecure port %d on %q", prefix, c.SecureClientPort, c.SecureClientPortAddress)
+		if c.SecureClientPort != 2281 || c.SecureClientPortAddress != "::1" || !c.ClientPortUnification || !c.ServesTLS() {
+			t.Errorf("%ssecure port %d on %q, unification %v", prefix, c.SecureClientPort, c.SecureClientPortAddress, c.ClientPortUnification)
 		}
 		if err := c.Validate(); err != nil {
 			t.Errorf("%sValidate: %v", prefix, err)
@@ -57,6 +58,9 @@ func TestValidateClientTLS(t *testing.T) {
 		// A server may serve TLS clients alone, and need not say how.
 		{"secureClientPort=2281\nssl.keyStore.location=/k.pem", ""},
 		{"secureClientPort=0\nclientPort=2181", ""},
+		{"clientPort=2181\nclient.portUnification=true\nssl.keyStore.location=/k.pem", ""},
+		// client.portUnification concerns clientPort only.
+		{"clientPort=2181\nclient.portUnification=true", "ssl.keyStore.location is not set"},
 		{"secureClientPort=2281", "ssl.keyStore.location is not set"},
 		{"clientPort=2181\nsecureClientPort=2181\nssl.keyStore.location=/k.pem", "must differ"},
 		{"secureClientPort=2281\nssl.keyStore.location=/k.pem\nssl.protocol=SSLv3", "ssl.protocol"},
@@ -79,6 +83,7 @@ func TestParseClientTLSValueErrors(t *testing.T) {
 		"secureClientPort=port",
 		"secureClientPortAddress=",
 		"secureClientPortAddress=::1", // without secureClientPort
+		"client.portUnification=yes",
 		"ssl.clientAuth=required",
 		"ssl.keyStore.type=BKS",
 		"ssl.trustStore.type=PKCS#12",

@@ -140,7 +140,6 @@ var unimplemented = []unimplementedFeature{
 		// ones Collie does not know, which may ask for more.
 		name: "a TLS setting Collie does not implement",
 		keys: []refusal{
-			{"client.portUnification", offFalse},
 			{"client.certReload", offFalse},
 			{"client.secure", offFalse},
 			{"ssl.crl", offFalse},
