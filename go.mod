@@ -6,6 +6,7 @@ require (
 	github.com/anishathalye/porcupine v1.3.1
 	github.com/cockroachdb/datadriven v1.0.3
 	github.com/creack/pty v1.1.24
+	github.com/fsnotify/fsnotify v1.10.1
 	github.com/go-zookeeper/zk v1.0.4
 	github.com/pavlo-v-chernykh/keystore-go/v4 v4.5.0
 	github.com/youmark/pkcs8 v0.0.0-20240726163527-a2c0da244d78

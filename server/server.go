@@ -28,6 +28,7 @@ import (
 	"github.com/collie-io/collie/server/replication"
 	"github.com/collie-io/collie/server/session"
 	"github.com/collie-io/collie/server/storage"
+	"github.com/collie-io/collie/server/tlsconfig"
 	"github.com/collie-io/collie/server/tree"
 	"github.com/collie-io/collie/server/watch"
 )
@@ -111,6 +112,9 @@ type Server struct {
 	// serves none. tlsFailures counts the handshakes that failed.
 	tls         *tls.Config
 	tlsFailures atomic.Int64
+	// tlsReloader, with client.certReload, keeps tls in step with the
+	// key and trust store files; nil otherwise.
+	tlsReloader *tlsconfig.Reloader
 	closing     chan struct{}
 	// closeMu orders closing with the goroutines Run starts (see
 	// goUnlessClosed): Shutdown waits for wg only once closing is closed.
@@ -153,11 +157,19 @@ func New(cfg config.Config, logger *slog.Logger) (*Server, error) {
 		for _, name := range cfg.SSL.UnknownCipherSuites() {
 			logger.Warn("ssl.ciphersuites names a suite Go does not implement; it is left out", "suite", name)
 		}
-		c, err := cfg.SSL.ServerConfig()
-		if err != nil {
-			return nil, fmt.Errorf("server: TLS for clients: %w", err)
+		if cfg.ClientCertReload {
+			r, err := tlsconfig.NewReloader(cfg.SSL, logger)
+			if err != nil {
+				return nil, fmt.Errorf("server: TLS for clients: %w", err)
+			}
+			s.tls, s.tlsReloader = r.Config(), r
+		} else {
+			c, err := cfg.SSL.ServerConfig()
+			if err != nil {
+				return nil, fmt.Errorf("server: TLS for clients: %w", err)
+			}
+			s.tls = c
 		}
-		s.tls = c
 	}
 	s.tracker = session.NewTracker(cfg.TickTime, s.started)
 	s.ids = session.NewGenerator(cfg.ServerID, s.started)
@@ -466,6 +478,15 @@ func (s *Server) Run(ctx context.Context) error {
 		// resident memory.
 		s.wg.Go(debug.FreeOSMemory)
 	})
+	if r := s.tlsReloader; r != nil {
+		s.goUnlessClosed(func() {
+			// Without the watch the server still serves, with the stores
+			// it read at start, as ZooKeeper does when its watch fails.
+			if err := r.Watch(ctx); err != nil {
+				s.log.Error("TLS key and trust stores will not be reloaded", "err", err)
+			}
+		})
+	}
 	// Every port's loop ends when its listener closes; the first to end
 	// says why Run returns, and closes the others.
 	errc := make(chan error, len(lns))

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -269,5 +271,64 @@ func TestPortUnification(t *testing.T) {
 	}
 	if _, err := secure.Set("/unified", []byte("tls"), -1); err != nil {
 		t.Fatalf("TLS client after the bad ones: %v", err)
+	}
+}
+
+// With client.certReload, a key store replaced under a running server is
+// used for new connections; connections made before keep working.
+func TestCertReload(t *testing.T) {
+	pki := newTLSPKI(t)
+	renewed := pki.ca.Issue("renewed", tlstest.Options{})
+	keyStore := filepath.Join(t.TempDir(), "keystore.p12")
+	copyFile(t, pki.server.KeyStore("PKCS12"), keyStore)
+	settings := pki.settings(tlsconfig.NoClientAuth)
+	settings.KeyStore = tlsconfig.Store{Location: keyStore, Password: tlstest.Password}
+	srv := collietest.Start(t, collietest.WithTLS(settings), collietest.WithConfig(func(c *config.Config) { c.ClientCertReload = true }))
+	before := connectTLS(t, srv.SecureAddr(), pki.clientTLS(t, nil))
+	if got := servedName(t, srv.SecureAddr()); got != "server" {
+		t.Fatalf("serves %q, want server", got)
+	}
+
+	tmp := keyStore + ".new"
+	copyFile(t, renewed.KeyStore("PKCS12"), tmp)
+	if err := os.Rename(tmp, keyStore); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for servedName(t, srv.SecureAddr()) != "renewed" {
+		if time.Now().After(deadline) {
+			t.Fatal("the renewed certificate is not served 30s after it replaced the old one")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := before.Create("/after-reload", nil, 0, acl); err != nil {
+		t.Fatalf("a session connected before the reload: %v", err)
+	}
+	after := connectTLS(t, srv.SecureAddr(), pki.clientTLS(t, nil))
+	if _, _, err := after.Get("/after-reload"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// servedName returns the CN of the certificate the TLS port at addr
+// presents.
+func servedName(t *testing.T, addr string) string {
+	t.Helper()
+	c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, &tls.Config{InsecureSkipVerify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return c.ConnectionState().PeerCertificates[0].Subject.CommonName
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o600); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -65,6 +65,10 @@ type Config struct {
 	// ClientPortUnification is client.portUnification: ClientPort serves
 	// TLS clients too, each connection told apart by its first byte.
 	ClientPortUnification bool
+	// ClientCertReload is client.certReload (ZooKeeper 3.8.6 and 3.9):
+	// the key and trust stores are read again when their files change,
+	// and new connections get what they hold then.
+	ClientCertReload bool
 	// SSL are the ssl.* keys: the key and trust stores and the TLS
 	// parameters of SecureClientPort and of a unified ClientPort. Their
 	// passwords are secrets.
@@ -461,6 +465,8 @@ func (p *parser) setTLS(key, value string) bool {
 		switch name {
 		case "client.portUnification":
 			c.ClientPortUnification, err = boolean(key, value)
+		case "client.certReload":
+			c.ClientCertReload, err = boolean(key, value)
 		case "serverCnxnFactory":
 			c.ServerCnxnFactory = value
 		case "ssl.keyStore.location":

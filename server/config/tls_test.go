@@ -15,6 +15,7 @@ clientPort=2181
 secureClientPort=2281
 secureClientPortAddress=[::1]
 `+prefix+`client.portUnification=true
+`+prefix+`client.certReload=true
 `+prefix+`serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory
 `+prefix+`ssl.keyStore.location=/etc/zk/keystore.jks
 `+prefix+`ssl.keyStore.password=ks-secret
@@ -42,7 +43,7 @@ secureClientPortAddress=[::1]
 		if c.SSL != want {
 			t.Errorf("%sSSL = %+v\nwant %+v", prefix, c.SSL, want)
 		}
-		if c.SecureClientPort != 2281 || c.SecureClientPortAddress != "::1" || !c.ClientPortUnification || !c.ServesTLS() {
+		if c.SecureClientPort != 2281 || c.SecureClientPortAddress != "::1" || !c.ClientPortUnification || !c.ClientCertReload || !c.ServesTLS() {
 			t.Errorf("%ssecure port %d on %q, unification %v", prefix, c.SecureClientPort, c.SecureClientPortAddress, c.ClientPortUnification)
 		}
 		if err := c.Validate(); err != nil {
@@ -84,6 +85,7 @@ func TestParseClientTLSValueErrors(t *testing.T) {
 		"secureClientPortAddress=",
 		"secureClientPortAddress=::1", // without secureClientPort
 		"client.portUnification=yes",
+		"client.certReload=1",
 		"ssl.clientAuth=required",
 		"ssl.keyStore.type=BKS",
 		"ssl.trustStore.type=PKCS#12",

@@ -134,13 +134,12 @@ func integer(v string) (int64, bool) {
 var unimplemented = []unimplementedFeature{
 	{
 		// Collie serves TLS on the client port (see parser.setTLS). These
-		// keys reload its stores, check revocation or replace the way
-		// ZooKeeper builds its TLS context; client.secure is a client's
+		// keys check revocation or replace the way ZooKeeper builds its
+		// TLS context; client.secure is a client's
 		// switch, sometimes copied into zoo.cfg. Other ssl.* keys are
 		// ones Collie does not know, which may ask for more.
 		name: "a TLS setting Collie does not implement",
 		keys: []refusal{
-			{"client.certReload", offFalse},
 			{"client.secure", offFalse},
 			{"ssl.crl", offFalse},
 			{"ssl.ocsp", offFalse},

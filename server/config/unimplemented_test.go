@@ -32,7 +32,6 @@ func TestParseRefusesKeysAskingForUnimplementedSecurity(t *testing.T) {
 		key, value string
 		feature    string
 	}{
-		{"client.certReload", "true", "a TLS setting Collie does not implement"},
 		{"client.secure", "true", "a TLS setting Collie does not implement"},
 		{"ssl.crl", "true", "a TLS setting Collie does not implement"},
 		{"ssl.ocsp", "true", "a TLS setting Collie does not implement"},
@@ -123,7 +122,6 @@ func TestParseRefusesKeysAskingForUnimplementedLimits(t *testing.T) {
 // nothing, so it is only a warning, like any other key Collie ignores.
 func TestParseAcceptsSwitchesThatAreOff(t *testing.T) {
 	lines := []string{
-		"client.certReload=false",
 		"client.secure=false",
 		"ssl.crl=false",
 		"ssl.ocsp=false",
