@@ -287,6 +287,11 @@ func (s *Server) mntr() string {
 		// full.
 		{"collie_disk_full", diskFullGauge(s.node.DiskFull())},
 	}
+	if s.tls != nil {
+		// ZooKeeper's counter of TLS handshakes that failed: a client
+		// refused, or one that is not TLS on a TLS port.
+		lines = append(lines, [2]string{"zk_unsuccessful_handshake", fmt.Sprint(s.tlsFailures.Load())})
+	}
 	if s.mode() == "leader" {
 		lines = append(lines, s.leaderLines()...)
 	}

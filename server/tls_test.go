@@ -227,6 +227,9 @@ func TestSecureClientPortBadClients(t *testing.T) {
 	if _, err := good.Create("/still-serving", nil, 0, acl); err != nil {
 		t.Fatalf("the TLS client after the bad ones: %v", err)
 	}
+	if mntr := fourLetter(t, srv.Addr(), "mntr"); strings.Contains(mntr, "zk_unsuccessful_handshake\t0\n") || !strings.Contains(mntr, "zk_unsuccessful_handshake\t") {
+		t.Errorf("mntr does not count the failed handshakes:\n%s", mntr)
+	}
 }
 
 // With client.portUnification, one port serves TLS and plaintext clients,

@@ -126,7 +126,8 @@ type Config struct {
 	ReadOnlyMode bool
 
 	// Initial is the text of the zoo.cfg that Load read, which the admin
-	// command initial_configuration reports; "" when no file was read.
+	// command initial_configuration reports, with the values of secret
+	// keys (IsSecretKey) replaced; "" when no file was read.
 	Initial string
 
 	MetricsProviderHTTPPort int // metricsProvider.httpPort; 0 when not set
@@ -964,7 +965,7 @@ func Load(path string) (Config, error) {
 	if err := c.Validate(); err != nil {
 		return Config{}, fmt.Errorf("config: %s: %w", path, err)
 	}
-	c.Initial = string(data)
+	c.Initial = redactSecrets(string(data))
 	return c, nil
 }
 

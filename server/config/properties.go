@@ -176,3 +176,49 @@ func unescape(s string) (string, error) {
 	}
 	return string(utf16.Decode(units)), nil
 }
+
+// redacted stands for a secret's value wherever the configuration is shown.
+const redacted = "********"
+
+// IsSecretKey reports whether a zoo.cfg key's value is a secret that must
+// never be shown: a password (a store's, the SASL super user's), or the
+// digest super user's password hash, which can be attacked offline. A
+// key naming a file that holds a password (passwordPath) is not one.
+func IsSecretKey(key string) bool {
+	k := strings.ToLower(key)
+	if strings.HasSuffix(k, "passwordpath") {
+		return false
+	}
+	return strings.Contains(k, "password") || strings.Contains(k, "superdigest")
+}
+
+// redactSecrets returns zoo.cfg text with the value of every secret key
+// (IsSecretKey) replaced, for the admin server's initial_configuration,
+// which ZooKeeper answers with the file as it is, passwords included.
+// Other lines are kept as written, comments included; lines end in "\n".
+func redactSecrets(text string) string {
+	var b strings.Builder
+	for rest := text; rest != ""; {
+		var line string
+		line, rest = cutLine(rest)
+		trimmed := trimBlanksLeft(line)
+		if trimmed == "" || trimmed[0] == '#' || trimmed[0] == '!' {
+			b.WriteString(line + "\n")
+			continue
+		}
+		key, _, err := splitEntry(trimmed)
+		if err != nil || !IsSecretKey(key) {
+			b.WriteString(line + "\n")
+			for continuesOnNextLine(line) && rest != "" {
+				line, rest = cutLine(rest)
+				b.WriteString(line + "\n")
+			}
+			continue
+		}
+		b.WriteString(key + "=" + redacted + "\n")
+		for continuesOnNextLine(line) && rest != "" {
+			line, rest = cutLine(rest)
+		}
+	}
+	return b.String()
+}

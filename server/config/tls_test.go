@@ -106,3 +106,31 @@ func TestConfLinesSecureClientPort(t *testing.T) {
 		t.Errorf("conf starts %q, want no client port and the bound secure one", lines[:2])
 	}
 }
+
+// The admin server's initial_configuration shows the file Load read; its
+// secrets are masked there (ZooKeeper shows them).
+func TestLoadMasksSecretsOfInitialConfiguration(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"zoo.cfg": "# TLS\ndataDir=" + dir + "\nclientPort=2181\n" +
+		"secureClientPort=2281\nssl.keyStore.location=/k.p12\nssl.keyStore.password=key-secret\n" +
+		"zookeeper.ssl.trustStore.password = trust\\\n  -secret\nssl.trustStore.passwordPath=/etc/zk/pw\n" +
+		"DigestAuthenticationProvider.superDigest=super:D/InIHSb7yEEbrWz8b9l71RjZJU=\n"})
+	c, err := Load(dir + "/zoo.cfg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{"key-secret", "= trust", "-secret", "D/InIHSb7yEEbrWz8b9l71RjZJU="} {
+		if strings.Contains(c.Initial, secret) {
+			t.Errorf("initial configuration shows %q:\n%s", secret, c.Initial)
+		}
+	}
+	for _, kept := range []string{"# TLS\n", "ssl.keyStore.location=/k.p12\n", "ssl.keyStore.password=********\n",
+		"zookeeper.ssl.trustStore.password=********\n", "ssl.trustStore.passwordPath=/etc/zk/pw\n"} {
+		if !strings.Contains(c.Initial, kept) {
+			t.Errorf("initial configuration lacks %q:\n%s", kept, c.Initial)
+		}
+	}
+	if c.SSL.TrustStore.Password != "trust-secret" || c.SSL.KeyStore.Password != "key-secret" {
+		t.Errorf("passwords read %+v", c.SSL)
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
 	"strings"
@@ -53,6 +54,24 @@ type Store struct {
 	// Type is JKS, PEM or PKCS12 in any case; "" infers it from the file
 	// name's extension.
 	Type string
+}
+
+// String shows the store with its password masked, so that a Store, or
+// the Settings and configuration holding it, can be printed or logged.
+func (s Store) String() string {
+	password := ""
+	if s.Password != "" {
+		password = "********"
+	}
+	return fmt.Sprintf("{Location:%q Password:%q PasswordPath:%q Type:%q}", s.Location, password, s.PasswordPath, s.Type)
+}
+
+// GoString is String, for %#v.
+func (s Store) GoString() string { return "tlsconfig.Store" + s.String() }
+
+// LogValue logs the store without its password.
+func (s Store) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("location", s.Location), slog.String("type", s.Type), slog.String("password_path", s.PasswordPath))
 }
 
 // FileType returns the format of the store: its Type when set, otherwise
