@@ -3,6 +3,7 @@ package client
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -54,6 +55,15 @@ type Config struct {
 	// MaxPacket is the largest reply accepted; a larger one breaks the
 	// connection. Default 4 MiB.
 	MaxPacket int
+	// TLS, when set, makes every connection a TLS one configured by it,
+	// over what Dial opens, as ZooKeeper's Java client does with
+	// zookeeper.client.secure=true: the servers' secure client port
+	// (secureClientPort), or a client port with client.portUnification.
+	// A client certificate goes in Certificates. When ServerName is
+	// empty, each server's certificate is checked against the host of
+	// its address in the connect string. Package tlsconfig reads
+	// ZooKeeper's key and trust stores (JKS, PKCS12, PEM) into one.
+	TLS *tls.Config
 }
 
 const (
@@ -79,8 +89,38 @@ func (cfg *Config) setDefaults() {
 		var d net.Dialer
 		cfg.Dial = d.DialContext
 	}
+	if cfg.TLS != nil {
+		cfg.Dial = dialTLS(cfg.Dial, cfg.TLS)
+	}
 	if cfg.MaxPacket <= 0 {
 		cfg.MaxPacket = defaultMaxPacket
+	}
+}
+
+// dialTLS returns a dial function that opens a connection with dial and
+// makes a TLS handshake on it within ctx.
+func dialTLS(dial func(context.Context, string, string) (net.Conn, error), cfg *tls.Config) func(context.Context, string, string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		nc, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		c := cfg
+		if c.ServerName == "" {
+			host, _, err := net.SplitHostPort(addr)
+			if err != nil {
+				nc.Close()
+				return nil, err
+			}
+			c = cfg.Clone()
+			c.ServerName = host
+		}
+		tc := tls.Client(nc, c)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("TLS handshake with %s: %w", addr, err)
+		}
+		return tc, nil
 	}
 }
 

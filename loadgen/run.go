@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -71,6 +72,9 @@ type Config struct {
 	Keep bool
 	// SessionTimeout is asked for by every session. Default 10s.
 	SessionTimeout time.Duration
+	// TLS, when set, makes every session's connection a TLS one, as
+	// client.Config.TLS.
+	TLS *tls.Config
 	// Progress receives a line about once a second while the run goes:
 	// elapsed time, ops/s over the last second, p99 so far, errors. Nil:
 	// none.
@@ -281,7 +285,7 @@ func prepare(ctx context.Context, cfg *Config, label, connect string) (_ *target
 	}()
 	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
-	t.admin, err = client.Dial(dctx, connect, client.Config{SessionTimeout: cfg.SessionTimeout, MaxPacket: adminMaxPacket})
+	t.admin, err = client.Dial(dctx, connect, client.Config{SessionTimeout: cfg.SessionTimeout, MaxPacket: adminMaxPacket, TLS: cfg.TLS})
 	if err != nil {
 		return nil, err
 	}
@@ -289,7 +293,7 @@ func prepare(ctx context.Context, cfg *Config, label, connect string) (_ *target
 		return nil, err
 	}
 	if cfg.Workload != "sessions" {
-		if t.clients, err = dialAll(dctx, t.servers, cfg.Clients, cfg.SessionTimeout); err != nil {
+		if t.clients, err = dialAll(dctx, t.servers, cfg.Clients, client.Config{SessionTimeout: cfg.SessionTimeout, TLS: cfg.TLS}); err != nil {
 			return nil, err
 		}
 	}
@@ -332,14 +336,15 @@ func spread(connect string) []string {
 	return servers
 }
 
-// dialAll connects n sessions, session i to servers[i mod len(servers)].
-func dialAll(ctx context.Context, servers []string, n int, timeout time.Duration) ([]*client.Client, error) {
+// dialAll connects n sessions with ccfg, session i to servers[i mod
+// len(servers)].
+func dialAll(ctx context.Context, servers []string, n int, ccfg client.Config) ([]*client.Client, error) {
 	clients := make([]*client.Client, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range clients {
 		wg.Go(func() {
-			clients[i], errs[i] = client.Dial(ctx, servers[i%len(servers)], client.Config{SessionTimeout: timeout})
+			clients[i], errs[i] = client.Dial(ctx, servers[i%len(servers)], ccfg)
 		})
 	}
 	wg.Wait()

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/collie-io/collie/client"
 )
@@ -52,7 +51,7 @@ func newWorkload(cfg *Config, root string) (workload, error) {
 	case "watch":
 		return &watchLoad{workerNodes{root: root, data: data}}, nil
 	case "sessions":
-		return &sessionLoad{timeout: cfg.SessionTimeout}, nil
+		return &sessionLoad{ccfg: client.Config{SessionTimeout: cfg.SessionTimeout, TLS: cfg.TLS}}, nil
 	case "fill":
 		return &fillLoad{root: root, data: data, nodes: int64(cfg.Nodes)}, nil
 	}
@@ -236,7 +235,7 @@ func (l *watchLoad) op(ctx context.Context, w *worker) error {
 // sessionLoad opens a session and closes it again; each worker connects
 // to one server of the connect string, in turn.
 type sessionLoad struct {
-	timeout time.Duration
+	ccfg    client.Config
 	servers []string
 }
 
@@ -246,7 +245,7 @@ func (l *sessionLoad) setup(_ context.Context, t *target) error {
 }
 
 func (l *sessionLoad) op(ctx context.Context, w *worker) error {
-	c, err := client.Dial(ctx, l.servers[w.id%len(l.servers)], client.Config{SessionTimeout: l.timeout})
+	c, err := client.Dial(ctx, l.servers[w.id%len(l.servers)], l.ccfg)
 	if err != nil {
 		return err
 	}

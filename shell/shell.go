@@ -3,6 +3,7 @@ package shell
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,6 +29,9 @@ type Config struct {
 	ReadOnly bool
 	// JSON prints one JSON value per command instead of zkCli.sh's text.
 	JSON bool
+	// TLS, when set, connects over TLS with this configuration (see
+	// client.Config.TLS).
+	TLS *tls.Config
 	// Stdout and Stderr receive the output; default io.Discard. When Run
 	// reads a terminal and Stdout is one, both go to Stdout.
 	Stdout, Stderr io.Writer
@@ -101,7 +105,7 @@ func (sh *Shell) connect(ctx context.Context, server string, announce bool) erro
 	sh.server = server
 	dctx, cancel := context.WithTimeout(ctx, sh.cfg.Timeout)
 	defer cancel()
-	c, err := client.Dial(dctx, server, client.Config{SessionTimeout: sh.cfg.Timeout, ReadOnly: sh.cfg.ReadOnly})
+	c, err := client.Dial(dctx, server, client.Config{SessionTimeout: sh.cfg.Timeout, ReadOnly: sh.cfg.ReadOnly, TLS: sh.cfg.TLS})
 	if err != nil {
 		return fmt.Errorf("cannot connect to %s: %w", server, err)
 	}

@@ -80,6 +80,8 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Prefix, "prefix", loadgen.DefaultPrefix, "znode under which each run makes its subtree")
 	fs.BoolVar(&cfg.Keep, "keep", false, "leave the run's znodes in place")
 	fs.DurationVar(&cfg.SessionTimeout, "session-timeout", loadgen.DefaultSessionTimeout, "session timeout to ask for")
+	var tf tlsFlags
+	tf.register(fs)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	quiet := fs.Bool("quiet", false, "no progress line on stderr")
 	if err := fs.Parse(args); err != nil {
@@ -99,6 +101,12 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	if !*quiet {
 		cfg.Progress = stderr
 	}
+	tlsConfig, err := tf.config()
+	if err != nil {
+		fmt.Fprintf(stderr, "collie bench: %v\n", err)
+		return 2
+	}
+	cfg.TLS = tlsConfig
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -19,7 +19,7 @@ func runCLI(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("collie cli", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, "usage: collie cli [-server host:port[,host:port...][/chroot]] [-timeout ms] [-r] [-json] [command args...]\n\n")
+		fmt.Fprint(stderr, "usage: collie cli [-server host:port[,host:port...][/chroot]] [-timeout ms] [-r] [-json] [-tls ...] [command args...]\n\n")
 		fs.PrintDefaults()
 		fmt.Fprint(stderr, "\nWithout a command, commands are read from standard input; type help for the list.\n")
 	}
@@ -28,6 +28,8 @@ func runCLI(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	readOnly := fs.Bool("r", false, "accept a read-only server")
 	jsonOut := fs.Bool("json", false, "print one JSON value per command")
 	fs.Bool("waitforconnection", true, "accepted for zkCli.sh's sake: the shell always waits for its session")
+	var tf tlsFlags
+	tf.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -35,7 +37,13 @@ func runCLI(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "collie cli: -timeout %d: must be positive\n", *timeoutMS)
 		return 2
 	}
+	tlsConfig, err := tf.config()
+	if err != nil {
+		fmt.Fprintf(stderr, "collie cli: %v\n", err)
+		return 2
+	}
 	sh := shell.New(shell.Config{
+		TLS:      tlsConfig,
 		Server:   *server,
 		Timeout:  time.Duration(*timeoutMS) * time.Millisecond,
 		ReadOnly: *readOnly,

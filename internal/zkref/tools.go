@@ -39,15 +39,19 @@ const debianPython = "/usr/bin/python3"
 const installHint = "run ./scripts/test.sh, which installs them"
 
 // zookeeperJars are the ZooKeeper server and client libraries (package
-// libzookeeper-java) and an slf4j binding to log4j 1.2, the logging that
-// Debian's ZooKeeper configuration is written for. The manifest of
-// zookeeper.jar names its other dependencies, so the JVM finds them itself.
+// libzookeeper-java), an slf4j binding to log4j 1.2, the logging that
+// Debian's ZooKeeper configuration is written for, and Netty's codecs. The
+// manifest of zookeeper.jar names its other dependencies, so the JVM finds
+// them itself; it leaves out netty-codec.jar, without which Debian's
+// ZooKeeper fails every TLS connection (server and client side) with a
+// NoClassDefFoundError for ByteToMessageDecoder.
 var zookeeperJars = []string{
 	"zookeeper.jar",
 	"zookeeper-jute.jar",
 	"slf4j-api.jar",
 	"slf4j-log4j12.jar",
 	"log4j-1.2.jar",
+	"netty-codec.jar",
 }
 
 // curatorJars are Apache Curator's client, framework, recipes and service
