@@ -139,9 +139,10 @@ func (a *Authority) Issue(name string, o Options) *Identity {
 // KeyStore returns a key store of the given type holding the identity's
 // key and certificate chain, with Password: "PEM" is the key followed by
 // the chain in one file (the key encrypted with Password, as ZooKeeper
-// wants it when the store has a password), "PEM-plain" the same with the
-// key unencrypted (a store without password), "PKCS12" and "JKS" what
-// openssl and keytool write. Names end in the type's extension.
+// wants it when the store has a password: PKCS#8 with PBE-SHA1-3DES;
+// "PEM-PBES2" and "PEM-MD5-DES" use those schemes), "PEM-plain" the same
+// with the key unencrypted (a store without password), "PKCS12" and "JKS"
+// what openssl and keytool write. Names end in the type's extension.
 func (id *Identity) KeyStore(typ string) string {
 	t := id.a.t
 	t.Helper()
@@ -159,7 +160,21 @@ func (id *Identity) KeyStore(typ string) string {
 	case "PEM":
 		path = filepath.Join(dir, id.Name+".pem")
 		enc := filepath.Join(dir, id.Name+"-enc.key")
+		// PBES1, which ZooKeeper on Java 17 reads; it cannot read the
+		// PBES2 keys openssl writes by default (see "PEM-PBES2").
+		run(t, dir, "openssl", "pkcs8", "-topk8", "-v1", "PBE-SHA1-3DES", "-in", id.Key, "-out", enc, "-passout", "pass:"+Password)
+		write(t, path, read(t, enc)+read(t, id.Cert))
+	case "PEM-PBES2":
+		path = filepath.Join(dir, id.Name+"-pbes2.pem")
+		enc := filepath.Join(dir, id.Name+"-pbes2.key")
 		run(t, dir, "openssl", "pkcs8", "-topk8", "-v2", "aes256", "-in", id.Key, "-out", enc, "-passout", "pass:"+Password)
+		write(t, path, read(t, enc)+read(t, id.Cert))
+	case "PEM-MD5-DES":
+		path = filepath.Join(dir, id.Name+"-md5des.pem")
+		enc := filepath.Join(dir, id.Name+"-md5des.key")
+		// OpenSSL 3 keeps single DES in its legacy provider.
+		run(t, dir, "openssl", "pkcs8", "-topk8", "-v1", "PBE-MD5-DES", "-in", id.Key, "-out", enc, "-passout", "pass:"+Password,
+			"-provider", "legacy", "-provider", "default")
 		write(t, path, read(t, enc)+read(t, id.Cert))
 	case "PKCS12":
 		path = filepath.Join(dir, id.Name+".p12")

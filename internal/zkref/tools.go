@@ -42,9 +42,10 @@ const installHint = "run ./scripts/test.sh, which installs them"
 // libzookeeper-java), an slf4j binding to log4j 1.2, the logging that
 // Debian's ZooKeeper configuration is written for, and Netty's codecs. The
 // manifest of zookeeper.jar names its other dependencies, so the JVM finds
-// them itself; it leaves out netty-codec.jar, without which Debian's
-// ZooKeeper fails every TLS connection (server and client side) with a
-// NoClassDefFoundError for ByteToMessageDecoder.
+// them itself; it leaves out two of Netty's, without which Debian's
+// ZooKeeper fails every TLS connection: netty-codec.jar on both sides
+// (NoClassDefFoundError for ByteToMessageDecoder), netty-resolver.jar in
+// the Netty client (AddressResolverGroup).
 var zookeeperJars = []string{
 	"zookeeper.jar",
 	"zookeeper-jute.jar",
@@ -52,6 +53,7 @@ var zookeeperJars = []string{
 	"slf4j-log4j12.jar",
 	"log4j-1.2.jar",
 	"netty-codec.jar",
+	"netty-resolver.jar",
 }
 
 // curatorJars are Apache Curator's client, framework, recipes and service

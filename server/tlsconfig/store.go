@@ -173,7 +173,8 @@ func loadKeyStore(s Store) ([]tls.Certificate, error) {
 // pemKeyStore reads a PEM key store as ZooKeeper's PemReader does: the first
 // private key of the file, which must be encrypted PKCS#8 when there is a
 // password, and every certificate, leaf first. A key without password may
-// also be PKCS#1 or SEC 1, which ZooKeeper refuses.
+// also be PKCS#1 or SEC 1, and an encrypted one PBES2 (OpenSSL 3's
+// default), which ZooKeeper on Java 17 refuses.
 func pemKeyStore(data []byte, password string) (tls.Certificate, error) {
 	var key crypto.PrivateKey
 	var certs []*x509.Certificate
@@ -211,6 +212,13 @@ func pemPrivateKey(block *pem.Block, password string) (crypto.PrivateKey, error)
 	if block.Type == "ENCRYPTED PRIVATE KEY" {
 		if password == "" {
 			return nil, errors.New("the private key is encrypted, but the store has no password")
+		}
+		der, ok, err := decryptPBES1(block.Bytes, password)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return x509.ParsePKCS8PrivateKey(der)
 		}
 		k, err := pkcs8.ParsePKCS8PrivateKey(block.Bytes, []byte(password))
 		if err != nil {

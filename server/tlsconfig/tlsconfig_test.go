@@ -57,7 +57,7 @@ func TestParseClientAuth(t *testing.T) {
 func TestKeyStoreFormats(t *testing.T) {
 	ca := tlstest.NewAuthority(t, "ca")
 	server := ca.Issue("server", tlstest.Options{})
-	for _, typ := range []string{"PEM", "PEM-plain", "PKCS12", "JKS"} {
+	for _, typ := range []string{"PEM", "PEM-PBES2", "PEM-MD5-DES", "PEM-plain", "PKCS12", "JKS"} {
 		t.Run(typ, func(t *testing.T) {
 			s := tlsconfig.Store{Location: server.KeyStore(typ), Password: tlstest.Password}
 			if typ == "PEM-plain" {
