@@ -3,7 +3,12 @@
 package zkcompat
 
 import (
+	"bytes"
 	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +18,8 @@ import (
 
 	"github.com/collie-io/collie/collietest"
 	"github.com/collie-io/collie/internal/zkref"
+	"github.com/collie-io/collie/internal/zkwire"
+	"github.com/collie-io/collie/proto"
 	"github.com/collie-io/collie/server/config"
 )
 
@@ -191,4 +198,153 @@ func TestSASLJavaClient(t *testing.T) {
 			t.Logf("ZooKeeper (exit %d):\n%s", zkExit, strings.Join(zkOut, "\n"))
 		})
 	}
+}
+
+// saslStep is one sasl packet of a hand-made exchange: a fixed token, or
+// the digest-response to the last challenge with a password.
+type saslStep struct {
+	token    []byte
+	password string // with token nil: respond to the challenge as bob
+	again    bool   // with token nil: send the previous response again
+}
+
+// saslTranscript runs steps on a new session of addr and returns what the
+// server answered each, then whether it closed the connection.
+func saslTranscript(t *testing.T, addr string, steps []saslStep) []string {
+	t.Helper()
+	c, err := zkwire.Dial(addr, 10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var out []string
+	var challenge, last []byte
+	for _, s := range steps {
+		token := s.token
+		switch {
+		case s.again:
+			token = last
+		case token == nil:
+			token = digestResponse(challenge, "bob", s.password)
+		}
+		last = token
+		hdr, body, err := c.Call(proto.OpSASL, &proto.GetSASLRequest{Token: token})
+		if err != nil {
+			out = append(out, "closed: "+errors.Unwrap(err).Error())
+			return out
+		}
+		var resp proto.SetSASLResponse
+		if err := proto.Unmarshal(body, &resp); err != nil {
+			out = append(out, fmt.Sprintf("err %d, body %d bytes", hdr.Err, len(body)))
+			continue
+		}
+		challenge = resp.Token
+		kind := "a nil token"
+		switch {
+		case bytes.HasPrefix(resp.Token, []byte("rspauth=")):
+			kind = "rspauth"
+		case bytes.Contains(resp.Token, []byte(`realm="zk-sasl-md5",nonce="`)):
+			kind = "the challenge"
+		case resp.Token != nil:
+			kind = fmt.Sprintf("%q", resp.Token)
+		}
+		out = append(out, fmt.Sprintf("err %d, zxid %d, %s", hdr.Err, hdr.Zxid, kind))
+	}
+	hdr, _, err := c.CallXid(proto.XidPing, proto.OpPing, nil)
+	if err != nil {
+		out = append(out, "then closed")
+	} else {
+		out = append(out, fmt.Sprintf("then a ping: err %d", hdr.Err))
+	}
+	return out
+}
+
+// digestResponse answers a DIGEST-MD5 challenge as a client would.
+func digestResponse(challenge []byte, user, password string) []byte {
+	_, rest, _ := bytes.Cut(challenge, []byte(`nonce="`))
+	nonce, _, _ := bytes.Cut(rest, []byte(`"`))
+	h := func(s string) string { sum := md5.Sum([]byte(s)); return hex.EncodeToString(sum[:]) }
+	inner := md5.Sum([]byte(user + ":zk-sasl-md5:" + password))
+	a1 := h(string(inner[:]) + ":" + string(nonce) + ":cnonce")
+	resp := h(a1 + ":" + string(nonce) + ":00000001:cnonce:auth:" + h("AUTHENTICATE:zookeeper/zk-sasl-md5"))
+	return fmt.Appendf(nil, `charset=utf-8,username="%s",realm="zk-sasl-md5",nonce="%s",nc=00000001,cnonce="cnonce",digest-uri="zookeeper/zk-sasl-md5",maxbuf=65536,response=%s,qop=auth`,
+		user, nonce, resp)
+}
+
+// TestSASLProtocol sends hand-made SASL packets, hostile ones among them,
+// to ZooKeeper 3.8 and Collie and compares every answer: a right and a
+// wrong password, a response replayed after success, an oversized and a
+// garbage token, a token before the challenge, and, with
+// enforce.auth.enabled=true and enforce.auth.schemes=sasl, requests
+// before authentication.
+func TestSASLProtocol(t *testing.T) {
+	zookeeper, collie := startSASLServers(t)
+	scenarios := []struct {
+		name  string
+		steps []saslStep
+	}{
+		{"right password", []saslStep{{token: []byte{}}, {password: "bobsecret"}}},
+		{"wrong password", []saslStep{{token: []byte{}}, {password: "wrong"}}},
+		{"response replayed after success", []saslStep{{token: []byte{}}, {password: "bobsecret"}, {again: true}}},
+		{"oversized token", []saslStep{{token: bytes.Repeat([]byte("a"), 5000)}}},
+		{"garbage response", []saslStep{{token: []byte{}}, {token: []byte("\x00\xff garbage ,,=\"")}}},
+		{"a response before the challenge", []saslStep{{token: []byte(`username="bob"`)}, {password: "bobsecret"}}},
+	}
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			want := saslTranscript(t, zookeeper.addr, sc.steps)
+			got := saslTranscript(t, collie.addr, sc.steps)
+			if !slices.Equal(got, want) {
+				t.Errorf("Collie:\n%s\nZooKeeper:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			t.Logf("both:\n%s", strings.Join(want, "\n"))
+		})
+	}
+
+	t.Run("enforce.auth", func(t *testing.T) {
+		zookeeper, collie := startSASLServers(t, [2]string{"enforce.auth.enabled", "true"}, [2]string{"enforce.auth.schemes", "sasl"})
+		for _, sc := range []struct {
+			name string
+			run  func(c *zkwire.Conn) string
+		}{
+			{"ping first", func(c *zkwire.Conn) string {
+				hdr, _, err := c.CallXid(proto.XidPing, proto.OpPing, nil)
+				n, _ := c.ExpectClosed()
+				return fmt.Sprintf("xid %d err %d (%v), then %d bytes and closed", hdr.Xid, hdr.Err, err, n)
+			}},
+			{"getData first", func(c *zkwire.Conn) string {
+				hdr, body, err := c.Call(proto.OpGetData, &proto.GetDataRequest{Path: "/"})
+				n, _ := c.ExpectClosed()
+				return fmt.Sprintf("err %d, %d bytes of body (%v), then %d bytes and closed", hdr.Err, len(body), err, n)
+			}},
+			{"wrong password", func(c *zkwire.Conn) string {
+				c.Call(proto.OpSASL, &proto.GetSASLRequest{Token: []byte{}})
+				hdr, _, _ := c.Call(proto.OpSASL, &proto.GetSASLRequest{Token: []byte("nonsense")})
+				n, _ := c.ExpectClosed()
+				return fmt.Sprintf("err %d, then %d bytes and closed", hdr.Err, n)
+			}},
+			{"authenticated", func(c *zkwire.Conn) string {
+				_, body, _ := c.Call(proto.OpSASL, &proto.GetSASLRequest{Token: []byte{}})
+				var ch proto.SetSASLResponse
+				proto.Unmarshal(body, &ch)
+				c.Call(proto.OpSASL, &proto.GetSASLRequest{Token: digestResponse(ch.Token, "bob", "bobsecret")})
+				hdr, _, err := c.Call(proto.OpGetData, &proto.GetDataRequest{Path: "/"})
+				return fmt.Sprintf("getData: err %d (%v)", hdr.Err, err)
+			}},
+		} {
+			var results []string
+			for _, addr := range []string{zookeeper.addr, collie.addr} {
+				c, err := zkwire.Dial(addr, 10000)
+				if err != nil {
+					t.Fatal(err)
+				}
+				results = append(results, sc.run(c))
+				c.Close()
+			}
+			if results[0] != results[1] {
+				t.Errorf("%s: ZooKeeper: %s; Collie: %s", sc.name, results[0], results[1])
+			}
+			t.Logf("%s: %s", sc.name, results[0])
+		}
+	})
 }
