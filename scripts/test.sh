@@ -41,11 +41,13 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 fuzztime="${FUZZTIME:-10s}"
 
 # Debian packages the tests use: the reference ZooKeeper 3.8 server (and its C
-# client tools), Python's kazoo client and Java's Curator.
+# client tools), Python's kazoo client (with pure-sasl, for its SASL) and
+# Java's Curator.
 packages=(
 	zookeeper
 	zookeeper-bin
 	python3-kazoo
+	python3-pure-sasl
 	libcurator-recipes-java
 	libcurator-framework-java
 	libcurator-discovery-java
