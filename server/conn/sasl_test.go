@@ -1,6 +1,7 @@
 package conn
 
 import (
+	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"slices"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/collie-io/collie/proto"
+	saslmech "github.com/collie-io/collie/server/sasl"
 )
 
 // fakeSASL answers each token with "challenge-<n>", authenticates as bob on
@@ -149,4 +151,29 @@ func TestSASLHostileInput(t *testing.T) {
 			t.Errorf("%s: replies %+v, want the connection closed", name, got)
 		}
 	}
+}
+
+// digestExchange runs the real DIGEST-MD5 exchange for FuzzSASLConn.
+type digestExchange struct{ m *saslmech.DigestMD5 }
+
+func (d digestExchange) Next(token []byte) ([]byte, []proto.ID, error) {
+	out, err := d.m.Next(token)
+	if err != nil || !d.m.Complete() {
+		return out, nil, err
+	}
+	return out, []proto.ID{{Scheme: "sasl", ID: d.m.Username()}}, nil
+}
+
+// FuzzSASLConn sends arbitrary bytes after a handshake to a connection
+// with DIGEST-MD5 users: it must end cleanly whatever they are.
+func FuzzSASLConn(f *testing.F) {
+	f.Add(slices.Concat(sasl(1, ""), sasl(2, `username="bob",realm="zk-sasl-md5",nonce="x",cnonce="y",digest-uri="zookeeper/zk-sasl-md5",response=00`)))
+	f.Add(slices.Concat(sasl(1, ""), sasl(2, "\x00"), sasl(3, "")))
+	f.Add(sasl(7, string(make([]byte, 4097))))
+	users := func(u string) (string, bool) { return "bobsecret", u == "bob" }
+	cfg := Config{MaxBuffer: 8192, HandshakeTimeout: time.Second, EnforceAuthSchemes: []string{"sasl"}}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		backend := &echoBackend{sasl: digestExchange{saslmech.NewDigestMD5(users, rand.Reader)}}
+		serveConfig(t, backend, cfg, append(connectFrame(), b...), 2*time.Millisecond)
+	})
 }
