@@ -22,6 +22,8 @@ var samples = []Record{
 	&RequestHeader{Xid: 7, Type: OpCreate},
 	&MultiHeader{Type: OpCheck, Done: true, Err: ErrBadVersion},
 	&AuthPacket{Type: 0, Scheme: "digest", Auth: []byte("u:p")},
+	&GetSASLRequest{Token: []byte{}},
+	&SetSASLResponse{Token: []byte(`rspauth=0123456789abcdef0123456789abcdef`)},
 	&ReplyHeader{Xid: 7, Zxid: 1 << 40, Err: ErrNoNode},
 	&GetDataRequest{Path: "/x", Watch: true},
 	&SetDataRequest{Path: "/x", Data: []byte{1, 2}, Version: -1},

@@ -212,6 +212,25 @@ func (r *AuthPacket) Decode(d *Decoder) {
 	r.Auth = d.Buffer()
 }
 
+// GetSASLRequest carries a client's SASL token (opcode sasl). A client
+// sends its first one, empty for DIGEST-MD5, right after the handshake.
+type GetSASLRequest struct {
+	Token []byte
+}
+
+func (r *GetSASLRequest) Encode(e *Encoder) { e.Buffer(r.Token) }
+func (r *GetSASLRequest) Decode(d *Decoder) { r.Token = d.Buffer() }
+
+// SetSASLResponse carries the server's SASL token back. ZooKeeper sends a
+// nil token with an error, and the Java client, which reads the token
+// whatever the error, fails its SASL exchange on it.
+type SetSASLResponse struct {
+	Token []byte
+}
+
+func (r *SetSASLResponse) Encode(e *Encoder) { e.Buffer(r.Token) }
+func (r *SetSASLResponse) Decode(d *Decoder) { r.Token = d.Buffer() }
+
 type ReplyHeader struct {
 	Xid  int32
 	Zxid int64

@@ -41,6 +41,8 @@ func NewRequest(op OpCode) (Record, bool) {
 		return &RemoveWatchesRequest{}, true
 	case OpAuth:
 		return &AuthPacket{}, true
+	case OpSASL:
+		return &GetSASLRequest{}, true
 	case OpSetWatches:
 		return &SetWatches{}, true
 	case OpSetWatches2:

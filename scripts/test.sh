@@ -41,12 +41,14 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 fuzztime="${FUZZTIME:-10s}"
 
 # Debian packages the tests use: the reference ZooKeeper 3.8 server (and its C
-# client tools), Python's kazoo client, Java's Curator, and openssl, which
-# with Java's keytool makes the certificates and key stores of the TLS tests.
+# client tools), Python's kazoo client (with pure-sasl, for its SASL),
+# Java's Curator, and openssl, which with Java's keytool makes the
+# certificates and key stores of the TLS tests.
 packages=(
 	zookeeper
 	zookeeper-bin
 	python3-kazoo
+	python3-pure-sasl
 	openssl
 	libcurator-recipes-java
 	libcurator-framework-java

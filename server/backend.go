@@ -2,11 +2,14 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
+	"slices"
 	"time"
 
 	"github.com/collie-io/collie/proto"
 	"github.com/collie-io/collie/server/conn"
 	"github.com/collie-io/collie/server/fsm"
+	"github.com/collie-io/collie/server/sasl"
 	"github.com/collie-io/collie/server/session"
 	"github.com/collie-io/collie/server/tree"
 	"github.com/collie-io/collie/server/watch"
@@ -266,7 +269,7 @@ func (s *Server) Detach(c *conn.Conn) {
 
 // Write proposes a client's write.
 func (s *Server) Write(c *conn.Conn, op proto.OpCode, body []byte, auth []proto.ID, done func(conn.Reply, conn.Reader)) {
-	e := &fsm.Entry{Type: fsm.EntryRequest, Session: c.Session(), Op: op, Auth: auth, Body: body}
+	e := &fsm.Entry{Type: fsm.EntryRequest, Session: c.Session(), Op: op, Auth: auth, AuthSchemes: s.authSchemes, Body: body}
 	if op == proto.OpCloseSession {
 		e = &fsm.Entry{Type: fsm.EntryCloseSession, Session: c.Session()}
 	}
@@ -292,6 +295,46 @@ func (s *Server) Authenticate(c *conn.Conn, scheme string, auth []byte) ([]proto
 		return []proto.ID{{Scheme: tree.SchemeIP, ID: c.RemoteIP()}}, true
 	}
 	return nil, false
+}
+
+// SASL starts a connection's DIGEST-MD5 exchange with the users of the
+// JAAS file's server section; nil without one.
+func (s *Server) SASL(c *conn.Conn) conn.SASLServer {
+	if s.cfg.SASLUsers == nil {
+		return nil
+	}
+	return &saslExchange{m: sasl.NewDigestMD5(s.saslPassword, rand.Reader), superUsers: s.cfg.SASLSuperUsers}
+}
+
+// saslPassword looks a SASL user's password up as ZooKeeper's
+// SaslServerCallbackHandler does: the super user's comes from
+// SASLAuthenticationProvider.superPassword when that is set.
+func (s *Server) saslPassword(user string) (string, bool) {
+	p, ok := s.cfg.SASLUsers[user]
+	if ok && user == "super" && s.cfg.SASLSuperPassword != "" {
+		p = s.cfg.SASLSuperPassword
+	}
+	return p, ok
+}
+
+// saslExchange turns a completed exchange into identities as ZooKeeper's
+// processSasl does: sasl:<user>, then super for a user superUser names.
+type saslExchange struct {
+	m          *sasl.DigestMD5
+	superUsers []string
+}
+
+func (x *saslExchange) Next(token []byte) ([]byte, []proto.ID, error) {
+	out, err := x.m.Next(token)
+	if err != nil || !x.m.Complete() {
+		return out, nil, err
+	}
+	user := x.m.Username()
+	ids := []proto.ID{{Scheme: tree.SchemeSASL, ID: user}}
+	if slices.Contains(x.superUsers, user) {
+		ids = append(ids, proto.ID{Scheme: tree.SchemeSuper, ID: ""})
+	}
+	return out, ids, nil
 }
 
 // View calls f with the state held still: no entry is applied while f

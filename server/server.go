@@ -38,10 +38,13 @@ var ErrServerClosed = errors.New("server: closed")
 
 // Server is one Collie server.
 type Server struct {
-	cfg     config.Config
-	log     *slog.Logger
-	id      uint64
-	started time.Time
+	cfg config.Config
+	// authSchemes are the ACL schemes beyond digest and ip this server
+	// has providers for, which every write's log entry carries.
+	authSchemes []string
+	log         *slog.Logger
+	id          uint64
+	started     time.Time
 	// legacySecret is the session secret an older server kept in the data
 	// directory, or nil; secretSet is closed once the replicated secret is
 	// set.
@@ -137,21 +140,22 @@ func New(cfg config.Config, logger *slog.Logger) (*Server, error) {
 		return nil, fmt.Errorf("server: dynamicConfigFile %q is not supported: put the server.N lines in the main configuration file", cfg.DynamicConfigFile)
 	}
 	s := &Server{
-		cfg:       cfg,
-		log:       logger,
-		id:        max(cfg.ServerID, 1),
-		started:   time.Now(),
-		fsm:       fsm.New(fsm.Options{ExtendedTypes: cfg.ExtendedTypesEnabled}),
-		watches:   watch.New[*conn.Conn](),
-		conns:     make(map[*conn.Conn]struct{}),
-		bySession: make(map[int64]*conn.Conn),
-		readOnly:  make(map[*conn.Conn]struct{}),
-		perIP:     make(map[string]int),
-		waiters:   make(map[uint64]waiter),
-		lnReady:   make(chan struct{}),
-		fatalc:    make(chan struct{}),
-		closing:   make(chan struct{}),
-		secretSet: make(chan struct{}),
+		cfg:         cfg,
+		authSchemes: authSchemes(cfg),
+		log:         logger,
+		id:          max(cfg.ServerID, 1),
+		started:     time.Now(),
+		fsm:         fsm.New(fsmOptions(cfg)),
+		watches:     watch.New[*conn.Conn](),
+		conns:       make(map[*conn.Conn]struct{}),
+		bySession:   make(map[int64]*conn.Conn),
+		readOnly:    make(map[*conn.Conn]struct{}),
+		perIP:       make(map[string]int),
+		waiters:     make(map[uint64]waiter),
+		lnReady:     make(chan struct{}),
+		fatalc:      make(chan struct{}),
+		closing:     make(chan struct{}),
+		secretSet:   make(chan struct{}),
 	}
 	if cfg.ServesTLS() {
 		for _, name := range cfg.SSL.UnknownCipherSuites() {
@@ -565,12 +569,14 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn, mode connMode) {
 		}
 	}
 	conn.Serve(ctx, nc, s, conn.Config{
-		MaxBuffer:         s.cfg.JuteMaxBuffer,
-		HandshakeTimeout:  s.handshakeTimeout(),
-		Logger:            s.log,
-		LinearizableReads: s.cfg.LinearizableReads,
-		Observe:           s.latency.observe,
-		Received:          s.latency.packet,
+		MaxBuffer:          s.cfg.JuteMaxBuffer,
+		HandshakeTimeout:   s.handshakeTimeout(),
+		Logger:             s.log,
+		LinearizableReads:  s.cfg.LinearizableReads,
+		EnforceAuthSchemes: s.cfg.EnforceAuthSchemes,
+		AllowSASLFailed:    s.cfg.AllowSASLFailedClients,
+		Observe:            s.latency.observe,
+		Received:           s.latency.packet,
 	})
 }
 
@@ -839,7 +845,7 @@ func (s *Server) notify(res fsm.Result) {
 	for _, ev := range res.Events {
 		for _, d := range s.watches.Trigger(ev.Type, ev.Path) {
 			// A one-shot watch is spent even when its event is withheld.
-			if tree.CheckACL(ev.ACL, proto.PermRead, d.Watcher.Auth(), tree.ACLRulesZK38) {
+			if tree.CheckACL(ev.ACL, proto.PermRead, d.Watcher.Auth(), s.fsm.ReadRules()) {
 				d.Watcher.Notify(d.Event)
 			}
 		}
@@ -866,7 +872,7 @@ func (sm *stateMachine) BeginSnapshot() func(io.Writer) error {
 
 func (sm *stateMachine) Restore(r io.Reader) error {
 	s := (*Server)(sm)
-	f, err := fsm.Restore(fsm.Options{ExtendedTypes: s.cfg.ExtendedTypesEnabled}, r)
+	f, err := fsm.Restore(fsmOptions(s.cfg), r)
 	if err != nil {
 		return err
 	}

@@ -102,6 +102,27 @@ type Config struct {
 	SuperDigest          string // DigestAuthenticationProvider.superDigest: "user:base64(sha1(user:password))"
 	LocalSessionsEnabled bool   // localSessionsEnabled
 
+	// SASL authentication on the client port, as ZooKeeper configures it
+	// (see sasl.go): the JAAS file and its section give the DIGEST-MD5
+	// users; the provider makes sasl ids count in ACLs.
+	JAASConfigFile    string            // java.security.auth.login.config, or -D of it in SERVER_JVMFLAGS or JVMFLAGS
+	SASLServerSection string            // sasl.serverconfig: the JAAS section of the server; "" is "Server"
+	SASLUsers         map[string]string // read by Load from that section: user → password; nil without one (no SASL)
+	SASLAuthProvider  bool              // authProvider.N=org.apache.zookeeper.server.auth.SASLAuthenticationProvider
+	SASLSuperUsers    []string          // superUser and superUser.*: SASL users who are super users
+	// SASLSuperPassword is SASLAuthenticationProvider.superPassword: the
+	// password of the SASL user "super", when the JAAS section has one.
+	SASLSuperPassword string
+	// AllowSASLFailedClients keeps the connection of a client whose SASL
+	// authentication failed (allowSaslFailedClients), unless SASL is
+	// required.
+	AllowSASLFailedClients bool
+	// EnforceAuthSchemes are the schemes a session must have an identity
+	// of before it is served (enforce.auth.schemes, with
+	// enforce.auth.enabled=true; sasl alone with
+	// sessionRequireClientSASLAuth=true); nil serves every session.
+	EnforceAuthSchemes []string
+
 	AdminServerEnabled bool   // admin.enableServer
 	AdminServerPort    int    // admin.serverPort
 	AdminServerAddress string // admin.serverAddress
@@ -315,6 +336,8 @@ func Parse(data []byte) (Config, error) {
 	c.MinSessionTimeout = sessionTimeout(p.minSession, 2*c.TickTime)
 	c.MaxSessionTimeout = sessionTimeout(p.maxSession, 20*c.TickTime)
 
+	p.finishSASL()
+
 	if len(p.notImplemented) > 0 {
 		p.errs = append(p.errs, &NotImplementedError{Keys: p.notImplemented})
 	}
@@ -331,7 +354,11 @@ type parser struct {
 	// file gives them; -1 means derive from tickTime.
 	minSession, maxSession int
 	standaloneEnabled      bool
-	errs                   []error
+	// enforceAuth and the rest are the keys of required authentication,
+	// which decide together (finishSASL).
+	enforceAuth, requireSASL bool
+	enforceSchemes           []string
+	errs                     []error
 	// notImplemented are the keys that ask for what Collie does not
 	// implement yet, reported together after the other errors.
 	notImplemented []NotImplementedKey
@@ -430,6 +457,9 @@ func (p *parser) set(key, value string, line int) {
 		c.DynamicConfigFile = value
 		c.Unknown = append(c.Unknown, key)
 	default:
+		if p.setSASL(key, value) {
+			break
+		}
 		// ZooKeeper weighs votes by group.N and weight.N lines. Collie's
 		// quorums are plain majorities, so ignoring them would change which
 		// servers can elect a leader.
@@ -864,6 +894,7 @@ func (c Config) Validate() error {
 			"extendedTypesEnabled is true, so the server id must be at most %d, not %d", maxExtendedServerID, c.ServerID)
 	}
 	errs = append(errs, c.validateMembers()...)
+	errs = append(errs, c.validateSASL()...)
 	return errors.Join(errs...)
 }
 
@@ -961,6 +992,12 @@ func Load(path string) (Config, error) {
 				return Config{}, fmt.Errorf("config: %s: %w", path, err)
 			}
 		}
+	}
+	if c.JAASConfigFile == "" {
+		c.JAASConfigFile = jaasFromJVMFlags(os.Getenv)
+	}
+	if err := c.loadSASL(); err != nil {
+		return Config{}, fmt.Errorf("config: %s: %w", path, err)
 	}
 	if err := c.Validate(); err != nil {
 		return Config{}, fmt.Errorf("config: %s: %w", path, err)

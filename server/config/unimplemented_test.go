@@ -47,17 +47,12 @@ func TestParseRefusesKeysAskingForUnimplementedSecurity(t *testing.T) {
 		{"admin.forceHttps", "true", "HTTPS on the admin port"},
 		{"admin.portUnification", "true", "HTTPS on the admin port"},
 		{"admin.needClientAuth", "true", "HTTPS on the admin port"},
-		{"authProvider.1", "org.apache.zookeeper.server.auth.SASLAuthenticationProvider", "an authentication provider Collie does not have"},
+		{"authProvider.1", "org.apache.zookeeper.server.auth.EnsembleAuthenticationProvider", "an authentication provider Collie does not have"},
 		{"authProvider.x509", "org.apache.zookeeper.server.auth.X509AuthenticationProvider", "an authentication provider Collie does not have"},
 		{"authProvider", "org.apache.zookeeper.server.auth.SASLAuthenticationProvider", "an authentication provider Collie does not have"},
-		{"java.security.auth.login.config", "/etc/zookeeper/jaas.conf", "SASL authentication"},
-		{"sasl.serverconfig", "Server", "SASL authentication"},
-		{"sasl.client", "true", "SASL authentication"},
-		{"allowSaslFailedClients", "false", "SASL authentication"},
-		{"letAnySaslUserDoX", "admin", "SASL authentication"},
-		{"SASLAuthenticationProvider.superPassword", "secret", "SASL authentication"},
-		{"superUser", "admin", "SASL authentication"},
-		{"superUser.1", "admin", "SASL authentication"},
+		{"sasl.clientconfig", "Client", "a SASL setting Collie does not implement"},
+		{"sasl.client", "true", "a SASL setting Collie does not implement"},
+		{"letAnySaslUserDoX", "admin", "a SASL setting Collie does not implement"},
 		{"quorum.auth.enableSasl", "true", "SASL authentication between servers"},
 		{"quorum.auth.learnerRequireSasl", "true", "SASL authentication between servers"},
 		{"quorum.auth.serverRequireSasl", "true", "SASL authentication between servers"},
@@ -72,10 +67,6 @@ func TestParseRefusesKeysAskingForUnimplementedSecurity(t *testing.T) {
 		{"java.security.krb5.conf", "/etc/krb5.conf", "Kerberos"},
 		{"X509AuthenticationProvider.superUser", "CN=admin", "x509 client certificates"},
 		{"ensembleAuthName", "prod", "ensemble authentication"},
-		{"enforce.auth.enabled", "true", "required client authentication"},
-		{"enforce.auth.schemes", "digest", "required client authentication"},
-		{"sessionRequireClientSASLAuth", "true", "required client authentication"},
-		{"requireClientAuthScheme", "sasl", "required client authentication"},
 		{"DigestAuthenticationProvider.enabled", "false", "digest authentication turned off"},
 		{"DigestAuthenticationProvider.digestAlg", "SHA-256", "a digest algorithm other than SHA1"},
 		{"audit.enable", "true", "audit logging"},
@@ -138,8 +129,6 @@ func TestParseAcceptsSwitchesThatAreOff(t *testing.T) {
 		"quorum.auth.enableSasl=false",
 		"quorum.auth.learnerRequireSasl=false",
 		"quorum.auth.serverRequireSasl=false",
-		"enforce.auth.enabled=false",
-		"sessionRequireClientSASLAuth=false",
 		"DigestAuthenticationProvider.enabled=true",
 		"DigestAuthenticationProvider.digestAlg=SHA1",
 		"DigestAuthenticationProvider.digestAlg=SHA-1",
@@ -175,7 +164,6 @@ func TestParseRefusesSwitchesThatAreNotPlainlyOff(t *testing.T) {
 		"sslQuorum=yes",
 		"sslQuorum=",
 		"ssl.crl=yes",
-		"enforce.auth.enabled=no",
 		"maxCnxns=unlimited",
 		"DigestAuthenticationProvider.enabled=yes",
 		"authProvider.1=org.example.DigestAuthenticationProvider",
@@ -239,7 +227,7 @@ tickTime=fast
 ssl.quorum.keyStore.location=/etc/zookeeper/keystore.jks
 ssl.quorum.keyStore.password=hunter2
 ssl.crl=false
-authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider
+authProvider.1=org.apache.zookeeper.server.auth.X509AuthenticationProvider
 globalOutstandingLimit=1000
 zookeeper.enforceQuota=true
 `
@@ -249,7 +237,7 @@ Collie does not implement yet what these keys ask for, and will not start withou
 	line 2: sslQuorum=true asks for TLS between servers (false turns it off)
 	line 4: ssl.quorum.keyStore.location asks for TLS between servers
 	line 5: ssl.quorum.keyStore.password asks for TLS between servers
-	line 7: authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider asks for an authentication provider Collie does not have (the built-in DigestAuthenticationProvider and IPAuthenticationProvider are accepted)
+	line 7: authProvider.1=org.apache.zookeeper.server.auth.X509AuthenticationProvider asks for an authentication provider Collie does not have (DigestAuthenticationProvider, IPAuthenticationProvider and SASLAuthenticationProvider are accepted)
 	line 9: zookeeper.enforceQuota=true asks for quota enforcement (false turns it off)
 remove these keys to run without what they ask for, or keep running ZooKeeper until Collie implements it`
 	if errString(err) != want {

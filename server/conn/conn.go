@@ -55,6 +55,11 @@ type Backend interface {
 	// Authenticate checks an auth packet and returns the identities it
 	// adds, or false when authentication fails.
 	Authenticate(c *Conn, scheme string, auth []byte) ([]proto.ID, bool)
+	// SASL starts the SASL exchange of a connection, at its first sasl
+	// packet; nil when the server has no SASL users (no JAAS section),
+	// and every sasl packet is then answered with an empty token, as
+	// ZooKeeper answers it.
+	SASL(c *Conn) SASLServer
 	// Touch records activity of a session.
 	Touch(session int64)
 	// Detach is called once when a connection closes, whether or not it
@@ -73,6 +78,16 @@ type Backend interface {
 // event.
 type Reader interface {
 	Read(c *Conn, op proto.OpCode, req proto.Record, auth []proto.ID) Reply
+}
+
+// SASLServer is the server side of one connection's SASL exchange. The
+// connection calls it from its reader goroutine only.
+type SASLServer interface {
+	// Next takes the client's token and returns the server's. Once the
+	// client has authenticated, ids are the identities that adds (sasl,
+	// and super for a super user); nil before. An error fails the
+	// exchange.
+	Next(token []byte) (challenge []byte, ids []proto.ID, err error)
 }
 
 // ErrNotServing is what OpenSession returns, wrapped, while the server
@@ -114,7 +129,17 @@ type Config struct {
 	// LinearizableReads makes every read of an ordinary session wait for
 	// a ReadIndex, as a sync does.
 	LinearizableReads bool
-	Logger            *slog.Logger
+	// EnforceAuthSchemes are the schemes a connection must hold an
+	// identity of before any request but auth and sasl packets is served
+	// (enforce.auth.schemes). Any other request is then answered with
+	// SessionClosedRequireSASL and the connection closed, as ZooKeeper
+	// does; the session stays until it expires. Nil serves everyone.
+	EnforceAuthSchemes []string
+	// AllowSASLFailed keeps the connection of a client whose SASL
+	// exchange failed, answering it with an empty token instead of
+	// AuthFailed (allowSaslFailedClients), unless sasl is enforced.
+	AllowSASLFailed bool
+	Logger          *slog.Logger
 	// Observe, if set, is told the latency of every reply; Received of
 	// every request packet. Both feed the server's statistics.
 	Observe  func(time.Duration)
@@ -172,6 +197,11 @@ type Conn struct {
 	// tell which identities given again auth must record (addAuth). The
 	// reader goroutine's only; nil until the first auth packet.
 	ids *tree.IDSet
+	// sasl is the connection's SASL exchange, from its first sasl packet
+	// on; the reader goroutine's only. saslStarted tells a server without
+	// SASL users (sasl stays nil) from one not asked yet.
+	sasl        SASLServer
+	saslStarted bool
 
 	requests chan *item
 	// wake tells process that held writes may be proposed.
@@ -504,6 +534,22 @@ func (c *Conn) read() {
 			}
 			continue
 		}
+		if hdr.Type == proto.OpSASL {
+			if !c.saslPacket(hdr.Xid, body) {
+				return
+			}
+			continue
+		}
+		if !c.authenticated() {
+			// As ZooKeeper: every other packet, pings included, is refused
+			// with this code until the connection has an identity of a
+			// required scheme, and the connection closes.
+			c.log.Debug("closing connection: authentication required", "session", sessionHex(c.session),
+				"schemes", c.cfg.EnforceAuthSchemes)
+			c.out.push(frame(&proto.ReplyHeader{Xid: hdr.Xid, Err: proto.ErrSessionClosedRequireSASL}, nil))
+			c.out.closeAfterDrain()
+			return
+		}
 		it := &item{xid: hdr.Xid, op: hdr.Type, start: nanotime(), auth: c.Auth(), kind: local}
 		req, known := proto.NewRequest(hdr.Type)
 		if hdr.Type == proto.OpDeleteContainer {
@@ -579,6 +625,67 @@ func (c *Conn) authenticate(xid int32, body []byte) bool {
 	}
 	c.out.push(frame(&proto.ReplyHeader{Xid: xid}, nil))
 	return true
+}
+
+// authenticated reports whether the connection may be served: it holds
+// an identity of a scheme EnforceAuthSchemes names, or none is named.
+func (c *Conn) authenticated() bool {
+	if len(c.cfg.EnforceAuthSchemes) == 0 {
+		return true
+	}
+	for _, id := range c.Auth() {
+		if slices.Contains(c.cfg.EnforceAuthSchemes, id.Scheme) {
+			return true
+		}
+	}
+	return false
+}
+
+// saslPacket answers a sasl packet at once, with the client's xid, as
+// ZooKeeper does, and reports whether the connection goes on. The replies
+// carry zxid 0, and a failure carries a nil token: the Java client reads
+// the token whatever the error code and fails its exchange on a nil one.
+func (c *Conn) saslPacket(xid int32, body []byte) bool {
+	var req proto.GetSASLRequest
+	if err := proto.Unmarshal(body, &req); err != nil {
+		c.log.Debug("closing connection: malformed sasl packet", "err", err, "session", sessionHex(c.session))
+		return false
+	}
+	if !c.saslStarted {
+		c.saslStarted = true
+		c.sasl = c.backend.SASL(c)
+	}
+	reply := func(code proto.Code, token []byte) {
+		c.out.push(frame(&proto.ReplyHeader{Xid: xid, Err: code}, &proto.SetSASLResponse{Token: token}))
+	}
+	if c.sasl == nil {
+		reply(proto.OK, nil)
+		return true
+	}
+	token, ids, err := c.sasl.Next(req.Token)
+	if err == nil && ids != nil && !c.addAuth(ids) {
+		err = errors.New("too many identities")
+	}
+	if err == nil {
+		if ids != nil {
+			c.log.Debug("SASL authenticated", "ids", ids, "session", sessionHex(c.session))
+		}
+		reply(proto.OK, token)
+		return true
+	}
+	required := slices.Contains(c.cfg.EnforceAuthSchemes, tree.SchemeSASL)
+	c.log.Info("SASL authentication failed", "err", err, "session", sessionHex(c.session))
+	if c.cfg.AllowSASLFailed && !required {
+		reply(proto.OK, nil)
+		return true
+	}
+	code := proto.ErrAuthFailed
+	if required {
+		code = proto.ErrSessionClosedRequireSASL
+	}
+	reply(code, nil)
+	c.out.closeAfterDrain()
+	return false
 }
 
 // maxAuthIDs bounds the identities a connection records. ZooKeeper sets

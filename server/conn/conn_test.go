@@ -24,6 +24,9 @@ type echoBackend struct {
 	lose bool
 	// readOnly grants read-only sessions to clients that accept them.
 	readOnly bool
+	// sasl is the exchange SASL hands out; nil answers as a server
+	// without SASL users.
+	sasl SASLServer
 
 	mu     sync.Mutex
 	writes int
@@ -56,6 +59,7 @@ func (b *echoBackend) Read(c *Conn, op proto.OpCode, req proto.Record, auth []pr
 	return Reply{Zxid: 7}
 }
 func (b *echoBackend) Authenticate(*Conn, string, []byte) ([]proto.ID, bool) { return nil, true }
+func (b *echoBackend) SASL(*Conn) SASLServer                                 { return b.sasl }
 func (b *echoBackend) Touch(int64)                                           {}
 func (b *echoBackend) Detach(*Conn)                                          {}
 func (b *echoBackend) FourLetter(cmd string) (string, bool)                  { return "imok", cmd == "ruok" }
@@ -88,10 +92,15 @@ func serveFor(t testing.TB, input []byte, linger time.Duration) []byte {
 
 // serveWith is serveFor with a backend of the test's.
 func serveWith(t testing.TB, b Backend, input []byte, linger time.Duration) []byte {
+	return serveConfig(t, b, Config{MaxBuffer: 4096, HandshakeTimeout: time.Second}, input, linger)
+}
+
+// serveConfig is serveWith with a configuration of the test's.
+func serveConfig(t testing.TB, b Backend, cfg Config, input []byte, linger time.Duration) []byte {
 	client, server := net.Pipe()
 	done := make(chan struct{})
 	go func() {
-		Serve(context.Background(), server, b, Config{MaxBuffer: 4096, HandshakeTimeout: time.Second})
+		Serve(context.Background(), server, b, cfg)
 		close(done)
 	}()
 	var out []byte

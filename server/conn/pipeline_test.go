@@ -70,6 +70,7 @@ func (b *modelBackend) View(f func(Reader)) {
 	f(modelReader{b})
 }
 func (b *modelBackend) Authenticate(*Conn, string, []byte) ([]proto.ID, bool) { return nil, true }
+func (b *modelBackend) SASL(*Conn) SASLServer                                 { return nil }
 func (b *modelBackend) Touch(int64)                                           {}
 func (b *modelBackend) Detach(*Conn)                                          {}
 func (b *modelBackend) FourLetter(string) (string, bool)                      { return "", false }

@@ -3,6 +3,7 @@ package fsm
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/collie-io/collie/proto"
 	"github.com/collie-io/collie/server/tree"
@@ -84,7 +85,16 @@ const SecretLen = 32
 // auth makes of any input, the text of a client's address, and which
 // identities a connection has, in the order they came, make the entry's
 // Auth, which every replica applies alike.
-const entryVersion = 2
+//
+// Version 3 adds AuthSchemes, the schemes beyond digest and ip that the
+// proposing server has providers for (ZooKeeper's authProvider.N), encoded
+// after Body, and applies writes by version 2's rules plus what those
+// providers add: with "sasl" there, sasl ids are valid in ACLs, match, and
+// count for "auth" (tree.ACLRulesSASL). Whether a scheme has a provider is
+// the proposing server's configuration, as in ZooKeeper, where the leader
+// checks every write; carried in the entry, it applies alike on every
+// replica and at every replay, whatever their own configuration.
+const entryVersion = 3
 
 // ErrUnknownEntry is returned when a log entry is of a version or type this
 // server does not know: the log was written by a newer Collie, and applying
@@ -95,9 +105,10 @@ var ErrUnknownEntry = errors.New("fsm: unknown log entry")
 //
 // Encoding (jute, after a version byte and a type byte): ReqID long, Origin
 // long, Session long, Cxid int, Time long, Timeout int, Op int, Auth as a
-// vector of (scheme, id), Body buffer. Every type uses the same fields; those
-// a type does not need are zero. Versions 1 and 2 encode alike and apply
-// differently (see entryVersion).
+// vector of (scheme, id), Body buffer, then from version 3 on AuthSchemes as
+// a vector of strings. Every type uses the same fields; those a type does
+// not need are zero. Versions 1 and 2 encode alike and apply differently
+// (see entryVersion).
 type Entry struct {
 	// Version is the version of the rules the entry applies under, written
 	// as its version byte. Zero is this code's version (entryVersion):
@@ -126,6 +137,10 @@ type Entry struct {
 	// records an identity added again where that changes the order
 	// ZooKeeper lists them in (tree.IDSet.Add).
 	Auth []proto.ID
+	// AuthSchemes are the ACL schemes beyond digest and ip that the
+	// proposing server has providers for: "sasl" or none (EntryRequest,
+	// version 3 on).
+	AuthSchemes []string
 	// Body is the request record, jute-encoded (EntryRequest), the path
 	// (EntryDeleteContainer), the secret (EntrySetSecret), or a member's
 	// id (EntryMemberLog).
@@ -151,6 +166,12 @@ func (e *Entry) Marshal() []byte {
 		enc.String(id.ID)
 	}
 	enc.Buffer(e.Body)
+	if e.version() >= 3 {
+		enc.Int(int32(len(e.AuthSchemes)))
+		for _, s := range e.AuthSchemes {
+			enc.String(s)
+		}
+	}
 	return enc.Bytes()
 }
 
@@ -189,6 +210,15 @@ func UnmarshalEntry(b []byte) (*Entry, error) {
 	// The body shares b: log entries are never changed once written, and
 	// the body is decoded again, with copies, before anything keeps it.
 	e.Body = d.BufferView()
+	if e.Version >= 3 {
+		n := d.Int()
+		if n < 0 || int(n) > d.Remaining()/4 {
+			return nil, fmt.Errorf("%w: %d auth schemes", ErrUnknownEntry, n)
+		}
+		for range n {
+			e.AuthSchemes = append(e.AuthSchemes, d.String())
+		}
+	}
 	if err := d.Err(); err != nil {
 		return nil, fmt.Errorf("fsm: decode entry: %w", err)
 	}
@@ -211,5 +241,9 @@ func (e *Entry) aclRules() tree.ACLRules {
 	if e.version() == 1 {
 		return tree.ACLRulesV1
 	}
-	return tree.ACLRulesZK38
+	rules := tree.ACLRulesZK38
+	if e.version() >= 3 && slices.Contains(e.AuthSchemes, tree.SchemeSASL) {
+		rules |= tree.ACLRulesSASL
+	}
+	return rules
 }

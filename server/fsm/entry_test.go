@@ -42,7 +42,7 @@ func TestUnknownEntryStopsReplica(t *testing.T) {
 	func() {
 		defer func() {
 			if recover() == nil {
-				t.Error("Apply of an entry of version 3 did not panic")
+				t.Error("Apply of an entry of a newer version did not panic")
 			}
 		}()
 		f.Apply(1, &Entry{Version: entryVersion + 1, Type: EntryCreateSession, Session: 1, Timeout: 4000})
@@ -93,3 +93,38 @@ func FuzzApply(f *testing.F) {
 type sliceWriter struct{ b *[]byte }
 
 func (w *sliceWriter) Write(p []byte) (int, error) { *w.b = append(*w.b, p...); return len(p), nil }
+
+// A sasl ACL is valid, and matches, by the providers its entry names, not
+// by this replica's options.
+func TestEntryAuthSchemes(t *testing.T) {
+	f := New(Options{})
+	f.Apply(1, &Entry{Type: EntryCreateSession, Session: 1, Timeout: 4000})
+	bob := []proto.ID{{Scheme: "ip", ID: "127.0.0.1"}, {Scheme: "sasl", ID: "bob"}}
+	saslACL := []proto.ACL{{Perms: proto.PermAll, ID: proto.ID{Scheme: "sasl", ID: "bob"}}}
+	index := uint64(1)
+	apply := func(version uint8, schemes []string, op proto.OpCode, req proto.Record) proto.Code {
+		index++
+		return f.Apply(index, &Entry{Version: version, Type: EntryRequest, Session: 1, Op: op, Auth: bob,
+			AuthSchemes: schemes, Body: proto.Marshal(req)}).Err
+	}
+	if got := apply(2, nil, proto.OpCreate, &proto.CreateRequest{Path: "/v2", ACL: saslACL}); got != proto.ErrInvalidACL {
+		t.Errorf("version 2: create with a sasl ACL = %v, want InvalidACL", got)
+	}
+	if got := apply(0, nil, proto.OpCreate, &proto.CreateRequest{Path: "/none", ACL: saslACL}); got != proto.ErrInvalidACL {
+		t.Errorf("no sasl provider: create with a sasl ACL = %v, want InvalidACL", got)
+	}
+	if got := apply(0, []string{"sasl"}, proto.OpCreate, &proto.CreateRequest{Path: "/a", ACL: saslACL}); got != proto.OK {
+		t.Fatalf("sasl provider: create with a sasl ACL = %v", got)
+	}
+	if got := apply(0, nil, proto.OpSetData, &proto.SetDataRequest{Path: "/a", Version: -1}); got != proto.ErrNoAuth {
+		t.Errorf("no sasl provider: setData = %v, want NoAuth", got)
+	}
+	if got := apply(0, []string{"sasl"}, proto.OpSetData, &proto.SetDataRequest{Path: "/a", Version: -1}); got != proto.OK {
+		t.Errorf("sasl provider: setData = %v", got)
+	}
+	e := &Entry{Type: EntryRequest, AuthSchemes: []string{"sasl"}, Body: []byte{1}}
+	got, err := UnmarshalEntry(e.Marshal())
+	if err != nil || !reflect.DeepEqual(got.AuthSchemes, e.AuthSchemes) {
+		t.Errorf("round trip: %+v, %v", got, err)
+	}
+}

@@ -61,6 +61,10 @@ type Result struct {
 type Options struct {
 	// ExtendedTypes enables TTL nodes (extendedTypesEnabled).
 	ExtendedTypes bool
+	// SASLScheme says this server has a provider for the sasl scheme,
+	// for the ACL checks of reads; writes decide by their entry's
+	// AuthSchemes.
+	SASLScheme bool
 }
 
 // FSM is the state machine. The zero value is not usable; call New.

@@ -13,8 +13,9 @@ import (
 // for a getData or getChildren that succeeded and for any exists.
 //
 // A read is answered once, by one server, and never replayed, so it
-// follows the newest rules (tree.ACLRulesZK38), whatever the version of
-// the entries that made the state it reads.
+// follows the newest rules (tree.ACLRulesZK38, with tree.ACLRulesSASL when
+// this server has the sasl provider), whatever the version of the entries
+// that made the state it reads.
 func (f *FSM) Read(session int64, op proto.OpCode, req proto.Record, ids []proto.ID) (proto.Record, proto.Code) {
 	switch r := req.(type) {
 	case *proto.ExistsRequest:
@@ -50,7 +51,7 @@ func (f *FSM) Read(session int64, op proto.OpCode, req proto.Record, ids []proto
 			return nil, code
 		}
 		acl := f.tree.ACL(n)
-		if !tree.CheckACL(acl, proto.PermAdmin, ids, tree.ACLRulesZK38) {
+		if !tree.CheckACL(acl, proto.PermAdmin, ids, f.ReadRules()) {
 			acl = maskDigests(acl)
 		}
 		return &proto.GetACLResponse{ACL: acl, Stat: f.tree.Stat(n)}, proto.OK
@@ -80,7 +81,7 @@ func (f *FSM) readable(path string, perm int32, ids []proto.ID) (*tree.Node, pro
 	if !ok {
 		return nil, proto.ErrNoNode
 	}
-	if !tree.CheckACL(f.tree.ACL(n), perm, ids, tree.ACLRulesZK38) {
+	if !tree.CheckACL(f.tree.ACL(n), perm, ids, f.ReadRules()) {
 		return nil, proto.ErrNoAuth
 	}
 	return n, proto.OK
@@ -190,4 +191,12 @@ func multiKind(ops []proto.MultiOp) opsKind {
 		kind = k
 	}
 	return kind
+}
+
+// ReadRules are the ACL rules of reads and watch deliveries on this server.
+func (f *FSM) ReadRules() tree.ACLRules {
+	if f.opts.SASLScheme {
+		return tree.ACLRulesZK38 | tree.ACLRulesSASL
+	}
+	return tree.ACLRulesZK38
 }

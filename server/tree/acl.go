@@ -120,6 +120,7 @@ const (
 	SchemeDigest = "digest"
 	SchemeIP     = "ip"
 	SchemeSuper  = "super"
+	SchemeSASL   = "sasl"
 )
 
 // ACLRules are the rules FixupACL and CheckACL decide by, where Collie's
@@ -141,13 +142,28 @@ const (
 	// IPv6 address or prefix as net/netip parses them. And in CheckACL: ip
 	// ids match as net/netip compares addresses and prefixes.
 	ACLRulesV1
+
+	// ACLRulesSASL, added to ACLRulesZK38, says that the sasl scheme has
+	// a provider (authProvider.N=...SASLAuthenticationProvider), as it
+	// has in ZooKeeper only when so configured: sasl ids are then valid
+	// in ACLs, match, and are among the identities "auth" expands to.
+	// Without it a sasl id in an ACL is InvalidACL and matches nothing.
+	ACLRulesSASL ACLRules = 1 << 7
 )
+
+// base returns the rules without ACLRulesSASL.
+func (r ACLRules) base() ACLRules { return r &^ ACLRulesSASL }
+
+// sasl reports whether the sasl scheme has a provider under r.
+func (r ACLRules) sasl() bool { return r&ACLRulesSASL != 0 }
 
 // CheckACL reports whether a client with the given identities may do an
 // operation needing perm on a node with acl, by ZooKeeper's rules: an empty
 // ACL allows everything, a super identity allows everything, world:anyone
 // matches everyone, digest ids match exactly and ip ids match an address or
-// a CIDR range (ipMatches, or ipMatchesV1 under ACLRulesV1).
+// a CIDR range (ipMatches, or ipMatchesV1 under ACLRulesV1). Under
+// ACLRulesSASL a sasl id matches a sasl ACL id equal to it, and the sasl id
+// "super" matches every sasl ACL id, as SASLAuthenticationProvider.matches.
 func CheckACL(acl []proto.ACL, perm int32, ids []proto.ID, rules ACLRules) bool {
 	if len(acl) == 0 {
 		return true
@@ -173,9 +189,13 @@ func CheckACL(acl []proto.ACL, perm int32, ids []proto.ID, rules ACLRules) bool 
 				if id.ID == a.ID.ID {
 					return true
 				}
+			case SchemeSASL:
+				if rules.sasl() && (id.ID == "super" || id.ID == a.ID.ID) {
+					return true
+				}
 			case SchemeIP:
 				match := ipMatches
-				if rules == ACLRulesV1 {
+				if rules.base() == ACLRulesV1 {
 					match = ipMatchesV1
 				}
 				if match(id.ID, a.ID.ID) {
@@ -199,7 +219,7 @@ func CheckACL(acl []proto.ACL, perm int32, ids []proto.ID, rules ACLRules) bool 
 // dropped, but not the entries "auth" expands to, which may repeat others.
 // ACLRulesV1 differ, as it says.
 func FixupACL(acl []proto.ACL, ids []proto.ID, rules ACLRules) ([]proto.ACL, bool) {
-	v1 := rules == ACLRulesV1
+	v1 := rules.base() == ACLRulesV1
 	uniq := make([]proto.ACL, 0, len(acl))
 	for _, a := range acl {
 		if !v1 {
@@ -228,9 +248,9 @@ func FixupACL(acl []proto.ACL, ids []proto.ID, rules ACLRules) ([]proto.ACL, boo
 			found := false
 			for _, id := range ordered {
 				// Only identities of a provider that authenticates count:
-				// digest. Not ip, and not super, which has no provider
-				// (ACLRulesV1 counted it).
-				if id.Scheme == SchemeDigest || v1 && id.Scheme == SchemeSuper {
+				// digest, and sasl when it has a provider. Not ip, and not
+				// super, which has no provider (ACLRulesV1 counted it).
+				if id.Scheme == SchemeDigest || id.Scheme == SchemeSASL && rules.sasl() || v1 && id.Scheme == SchemeSuper {
 					found = true
 					out = append(out, proto.ACL{Perms: a.Perms, ID: id})
 				}
@@ -244,6 +264,11 @@ func FixupACL(acl []proto.ACL, ids []proto.ID, rules ACLRules) ([]proto.ACL, boo
 				ok = strings.Count(a.ID.ID, ":") == 1
 			}
 			if !ok {
+				return nil, false
+			}
+			out = append(out, a)
+		case a.ID.Scheme == SchemeSASL && rules.sasl():
+			if !ValidSASLID(a.ID.ID) {
 				return nil, false
 			}
 			out = append(out, a)
@@ -281,6 +306,22 @@ func validDigest(id string) bool {
 		parts = parts[:len(parts)-1]
 	}
 	return len(parts) == 2
+}
+
+// ValidSASLID reports whether id is a sasl id to ZooKeeper, which takes
+// any id it can read as a Kerberos name: one without "@", or
+// primary[/instance]@realm with no further "/" or "@".
+func ValidSASLID(id string) bool {
+	at := strings.IndexByte(id, '@')
+	if at < 0 {
+		return true
+	}
+	primary, realm := id[:at], id[at+1:]
+	if strings.ContainsAny(realm, "/@") {
+		return false
+	}
+	_, instance, _ := strings.Cut(primary, "/")
+	return !strings.Contains(instance, "/")
 }
 
 // parseIPACL parses an ip id as ZooKeeper 3.8's IPAuthenticationProvider:

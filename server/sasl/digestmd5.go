@@ -1,0 +1,230 @@
+// Package sasl is the server side of ZooKeeper's SASL authentication with
+// the DIGEST-MD5 mechanism (RFC 2831), as ZooKeeper 3.8 runs it through
+// Java's DIGEST-MD5 provider, so that the clients that authenticate to
+// ZooKeeper authenticate here unchanged.
+//
+// ZooKeeper names the server "zk-sasl-md5" and the protocol "zookeeper",
+// so the realm is zk-sasl-md5 and the digest-uri zookeeper/zk-sasl-md5; it
+// offers only the "auth" quality of protection, so no security layer
+// follows the exchange. An exchange is two rounds:
+//
+//	client: (empty token)
+//	server: realm="zk-sasl-md5",nonce="...",charset=utf-8,algorithm=md5-sess
+//	client: username="bob",realm="zk-sasl-md5",nonce="...",cnonce="...",nc=00000001,qop=auth,digest-uri="zookeeper/zk-sasl-md5",response=...
+//	server: rspauth=...
+//
+// after which the client is authenticated as its username. A DigestMD5
+// holds one connection's exchange; it does no I/O and starts no goroutine.
+package sasl
+
+import (
+	"crypto/md5"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/collie-io/collie/proto"
+)
+
+const (
+	// Realm is the realm, and the server name, ZooKeeper gives DIGEST-MD5.
+	Realm = "zk-sasl-md5"
+	// DigestURI is the digest-uri a client must send: ZooKeeper's
+	// protocol name, then its server name.
+	DigestURI = "zookeeper/" + Realm
+	// MaxResponse is the longest token a client may send, as in Java's
+	// provider; a longer one fails the exchange.
+	MaxResponse = 4096
+
+	// rawNonceLen random bytes make a nonce of 40 base64 characters, as
+	// Java's.
+	rawNonceLen = 30
+)
+
+// ErrAuthentication is what every failure of an exchange wraps: a wrong
+// password, an unknown user, a malformed or replayed response, a token
+// after the exchange has ended. The message says which, and never holds a
+// password.
+var ErrAuthentication = errors.New("sasl: DIGEST-MD5 authentication failed")
+
+// Passwords looks up the password of a user, as the JAAS file's user_
+// options give it.
+type Passwords func(username string) (password string, ok bool)
+
+// step is where an exchange stands.
+type step uint8
+
+const (
+	stepStart    step = iota // the client's first token is due
+	stepResponse             // the client's digest-response is due
+	stepEnded                // completed or failed: no token is accepted
+)
+
+// DigestMD5 is the server side of one DIGEST-MD5 exchange.
+type DigestMD5 struct {
+	passwords Passwords
+	rand      io.Reader
+	step      step
+	nonce     string
+	username  string // set once complete
+}
+
+// NewDigestMD5 starts an exchange that checks users against passwords and
+// draws its nonce from rand (crypto/rand.Reader outside tests).
+func NewDigestMD5(passwords Passwords, rand io.Reader) *DigestMD5 {
+	return &DigestMD5{passwords: passwords, rand: rand}
+}
+
+// Complete reports whether the client has authenticated.
+func (s *DigestMD5) Complete() bool { return s.step == stepEnded && s.username != "" }
+
+// Username returns the name the client authenticated as, once Complete.
+func (s *DigestMD5) Username() string { return s.username }
+
+// Next takes the client's token and returns the server's. The first token
+// is answered with the challenge whatever it holds (the client sends an
+// empty one; Java's provider ignores an initial response too), the second
+// with rspauth if it proves the password; any error wraps
+// ErrAuthentication and ends the exchange, except that of a token longer
+// than MaxResponse, which Java's provider refuses before looking at it.
+func (s *DigestMD5) Next(token []byte) ([]byte, error) {
+	if len(token) > MaxResponse {
+		return nil, fmt.Errorf("%w: a token of %d bytes, more than %d", ErrAuthentication, len(token), MaxResponse)
+	}
+	switch s.step {
+	case stepStart:
+		var raw [rawNonceLen]byte
+		if _, err := io.ReadFull(s.rand, raw[:]); err != nil {
+			s.step = stepEnded
+			return nil, fmt.Errorf("%w: no nonce: %v", ErrAuthentication, err)
+		}
+		s.nonce = base64.StdEncoding.EncodeToString(raw[:])
+		s.step = stepResponse
+		return []byte("realm=" + quote(Realm) + ",nonce=" + quote(s.nonce) + ",charset=utf-8,algorithm=md5-sess"), nil
+	case stepResponse:
+		s.step = stepEnded
+		rspauth, username, err := s.verify(token)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrAuthentication, err)
+		}
+		s.username = username
+		return rspauth, nil
+	default:
+		return nil, fmt.Errorf("%w: a token after the exchange ended", ErrAuthentication)
+	}
+}
+
+// verify checks a digest-response as Java's provider does and returns
+// the rspauth token and the user.
+func (s *DigestMD5) verify(token []byte) (rspauth []byte, username string, err error) {
+	d, err := parseDirectives(token, "username", "realm", "nonce", "cnonce", "nc",
+		"qop", "digest-uri", "response", "maxbuf", "charset", "cipher", "authzid")
+	if err != nil {
+		return nil, "", err
+	}
+	if cs, ok := d["charset"]; ok && string(cs) != "utf-8" {
+		return nil, "", fmt.Errorf("charset %q, not utf-8", cs)
+	}
+	if mb, ok := d["maxbuf"]; ok {
+		if _, err := strconv.ParseInt(string(mb), 10, 32); err != nil {
+			return nil, "", fmt.Errorf("maxbuf %q is not a number", mb)
+		}
+	}
+	user, ok := d["username"]
+	if !ok {
+		return nil, "", errors.New("no username")
+	}
+	username = proto.JavaString(string(user))
+	if string(d["realm"]) != Realm {
+		return nil, "", fmt.Errorf("realm %q, not %s", d["realm"], Realm)
+	}
+	if n, ok := d["nonce"]; !ok || subtle.ConstantTimeCompare(n, []byte(s.nonce)) != 1 {
+		return nil, "", errors.New("not the nonce of this exchange")
+	}
+	cnonce, ok := d["cnonce"]
+	if !ok {
+		return nil, "", errors.New("no cnonce")
+	}
+	if nc, ok := d["nc"]; ok {
+		if n, err := strconv.ParseUint(string(nc), 16, 32); err != nil || n != 1 {
+			return nil, "", fmt.Errorf("nonce count %q, not 00000001", nc)
+		}
+	}
+	if qop, ok := d["qop"]; ok && string(qop) != "auth" {
+		// auth-int and auth-conf are not offered: ZooKeeper's clients
+		// run no security layer over the connection.
+		return nil, "", fmt.Errorf("qop %q, not auth", qop)
+	}
+	uri, ok := d["digest-uri"]
+	if !ok || !strings.EqualFold(string(uri), DigestURI) {
+		return nil, "", fmt.Errorf("digest-uri %q, not %s", uri, DigestURI)
+	}
+	response, ok := d["response"]
+	if !ok {
+		return nil, "", errors.New("no response")
+	}
+	password, ok := s.passwords(username)
+	if !ok {
+		return nil, "", fmt.Errorf("no user %q", username)
+	}
+	authzid, hasAuthzid := d["authzid"]
+	if !hasAuthzid {
+		authzid = nil
+	}
+	a1 := sessionKey(username, Realm, password, s.nonce, string(cnonce), authzid)
+	want := responseValue(a1, "AUTHENTICATE:"+string(uri), s.nonce, string(cnonce))
+	if subtle.ConstantTimeCompare(response, want) != 1 {
+		return nil, "", fmt.Errorf("wrong response for user %q (wrong password)", username)
+	}
+	return append([]byte("rspauth="), responseValue(a1, ":"+string(uri), s.nonce, string(cnonce))...), username, nil
+}
+
+// sessionKey is H(A1) of RFC 2831 for md5-sess: H(H(user:realm:password)
+// :nonce:cnonce[:authzid]).
+func sessionKey(username, realm, password, nonce, cnonce string, authzid []byte) [md5.Size]byte {
+	h := md5.New()
+	h.Write(latin1OrUTF8(username))
+	h.Write([]byte{':'})
+	h.Write(latin1OrUTF8(realm))
+	h.Write([]byte{':'})
+	h.Write(latin1OrUTF8(password))
+	inner := h.Sum(nil)
+	h.Reset()
+	h.Write(inner)
+	io.WriteString(h, ":"+nonce+":"+cnonce)
+	if authzid != nil {
+		h.Write([]byte{':'})
+		h.Write(authzid)
+	}
+	var sum [md5.Size]byte
+	h.Sum(sum[:0])
+	return sum
+}
+
+// responseValue is the response-value of RFC 2831 for qop auth, in lower
+// case hex: HEX(KD(HEX(H(A1)), nonce:00000001:cnonce:auth:HEX(H(A2)))).
+func responseValue(a1 [md5.Size]byte, a2, nonce, cnonce string) []byte {
+	ha2 := md5.Sum([]byte(a2))
+	kd := hex.EncodeToString(a1[:]) + ":" + nonce + ":00000001:" + cnonce + ":auth:" + hex.EncodeToString(ha2[:])
+	sum := md5.Sum([]byte(kd))
+	return []byte(hex.EncodeToString(sum[:]))
+}
+
+// latin1OrUTF8 encodes s as RFC 2831 wants user names, realms and
+// passwords hashed with charset=utf-8, and as Java's provider does: in
+// ISO 8859-1 when every character fits, in UTF-8 otherwise.
+func latin1OrUTF8(s string) []byte {
+	b := make([]byte, 0, len(s))
+	for _, r := range s {
+		if r > 0xff {
+			return []byte(s)
+		}
+		b = append(b, byte(r))
+	}
+	return b
+}
