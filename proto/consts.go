@@ -92,6 +92,21 @@ const (
 	PermAll    int32 = PermRead | PermWrite | PermCreate | PermDelete | PermAdmin
 )
 
+// PermString writes permissions as ZooKeeper's ZKUtil.getPermString does:
+// the letters of cdrwa that are set, in that order.
+func PermString(perms int32) string {
+	b := make([]byte, 0, 5)
+	for _, p := range []struct {
+		bit  int32
+		char byte
+	}{{PermCreate, 'c'}, {PermDelete, 'd'}, {PermRead, 'r'}, {PermWrite, 'w'}, {PermAdmin, 'a'}} {
+		if perms&p.bit != 0 {
+			b = append(b, p.char)
+		}
+	}
+	return string(b)
+}
+
 // CreateMode is the Flags of a create request.
 type CreateMode int32
 

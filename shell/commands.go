@@ -333,7 +333,7 @@ func runGetACL(ctx context.Context, sh *Shell, o options, res *result) error {
 	v := jsonACLs{Path: path, ACL: []jsonACL{}}
 	for _, a := range acl {
 		res.print(aclLines(a)...)
-		v.ACL = append(v.ACL, jsonACL{Scheme: a.ID.Scheme, ID: a.ID.ID, Perms: permString(a.Perms)})
+		v.ACL = append(v.ACL, jsonACL{Scheme: a.ID.Scheme, ID: a.ID.ID, Perms: proto.PermString(a.Perms)})
 	}
 	v.Stat = res.stat(o, stat)
 	res.value = v

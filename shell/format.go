@@ -251,24 +251,10 @@ func toJSONStat(s client.Stat) *jsonStat {
 	}
 }
 
-// permString returns permissions as ZooKeeper's ZKUtil.getPermString.
-func permString(perms int32) string {
-	var b strings.Builder
-	for _, p := range []struct {
-		bit  int32
-		char byte
-	}{{proto.PermCreate, 'c'}, {proto.PermDelete, 'd'}, {proto.PermRead, 'r'}, {proto.PermWrite, 'w'}, {proto.PermAdmin, 'a'}} {
-		if perms&p.bit != 0 {
-			b.WriteByte(p.char)
-		}
-	}
-	return b.String()
-}
-
 // aclLines returns an ACL entry as zkCli.sh's getAcl prints it: the id as
 // jute's toString writes a record, then the permissions.
 func aclLines(a client.ACL) []string {
-	return []string{juteString(a.ID.Scheme) + "," + juteString(a.ID.ID), ": " + permString(a.Perms)}
+	return []string{juteString(a.ID.Scheme) + "," + juteString(a.ID.ID), ": " + proto.PermString(a.Perms)}
 }
 
 // juteString escapes a string as jute's ToStringOutputArchive does.

@@ -327,23 +327,9 @@ func data(b []byte) (*string, string) {
 func acls(list []proto.ACL) []ACLJSON {
 	out := make([]ACLJSON, len(list))
 	for i, a := range list {
-		out[i] = ACLJSON{Scheme: a.ID.Scheme, ID: a.ID.ID, Perms: permString(a.Perms)}
+		out[i] = ACLJSON{Scheme: a.ID.Scheme, ID: a.ID.ID, Perms: proto.PermString(a.Perms)}
 	}
 	return out
-}
-
-// permString writes permissions as ZooKeeper's ZKUtil.getPermString.
-func permString(perms int32) string {
-	var b strings.Builder
-	for _, p := range []struct {
-		bit  int32
-		char byte
-	}{{proto.PermCreate, 'c'}, {proto.PermDelete, 'd'}, {proto.PermRead, 'r'}, {proto.PermWrite, 'w'}, {proto.PermAdmin, 'a'}} {
-		if perms&p.bit != 0 {
-			b.WriteByte(p.char)
-		}
-	}
-	return b.String()
 }
 
 func hex(v int64) string { return "0x" + strconv.FormatUint(uint64(v), 16) }
