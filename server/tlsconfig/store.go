@@ -102,6 +102,18 @@ func (s Store) FileType() (Type, error) {
 }
 
 // password returns the store's password, read from PasswordPath when set.
+// read returns the store's type, its password and its file's bytes.
+func (s Store) read() (typ Type, password string, data []byte, err error) {
+	if typ, err = s.FileType(); err != nil {
+		return "", "", nil, err
+	}
+	if password, err = s.password(); err != nil {
+		return "", "", nil, err
+	}
+	data, err = os.ReadFile(s.Location)
+	return typ, password, data, err
+}
+
 func (s Store) password() (string, error) {
 	if s.PasswordPath == "" {
 		return s.Password, nil
@@ -136,15 +148,7 @@ func LoadKeyStore(s Store) ([]tls.Certificate, error) {
 }
 
 func loadKeyStore(s Store) ([]tls.Certificate, error) {
-	typ, err := s.FileType()
-	if err != nil {
-		return nil, err
-	}
-	password, err := s.password()
-	if err != nil {
-		return nil, err
-	}
-	data, err := os.ReadFile(s.Location)
+	typ, password, data, err := s.read()
 	if err != nil {
 		return nil, err
 	}
@@ -330,15 +334,7 @@ func LoadTrustStore(s Store) ([]*x509.Certificate, error) {
 }
 
 func loadTrustStore(s Store) ([]*x509.Certificate, error) {
-	typ, err := s.FileType()
-	if err != nil {
-		return nil, err
-	}
-	password, err := s.password()
-	if err != nil {
-		return nil, err
-	}
-	data, err := os.ReadFile(s.Location)
+	typ, password, data, err := s.read()
 	if err != nil {
 		return nil, err
 	}
