@@ -146,39 +146,31 @@ func hasSnapshots(snapDir string) (bool, error) {
 	return false, nil
 }
 
-// walIdentity reads the identity a WAL recorded at its head, and whether it
-// holds anything beyond what Create wrote (entries or a hard state).
-// legacy is true for a WAL without metadata.
-func walIdentity(dir string) (id Identity, legacy, used bool, err error) {
+// errUsed stops walUsed at the first record it looks for.
+var errUsed = errors.New("used")
+
+// walUsed reports whether the WAL in dir holds anything beyond what
+// Create wrote (an entry or a hard state). It reads only until it finds
+// one.
+func walUsed(dir string) (bool, error) {
 	segs, err := listSegments(dir)
 	if err != nil {
-		return Identity{}, false, false, fmt.Errorf("storage: %w", err)
-	}
-	if len(segs) == 0 {
-		return Identity{}, false, false, fmt.Errorf("%w: the WAL directory %s has no segments", ErrCorrupt, dir)
+		return false, fmt.Errorf("storage: %w", err)
 	}
 	segs = segs[contiguousFrom(segs):]
-	var meta []byte
-	seen := false
-	_, err = replay(dir, segs, false, func(t recordType, data []byte) error {
-		switch t {
-		case metadataType:
-			if !seen {
-				meta, seen = bytes.Clone(data), true
-			}
-		case entryType, stateType:
-			used = true
+	_, err = replay(dir, segs, false, func(t recordType, _ []byte) error {
+		if t == entryType || t == stateType {
+			return errUsed
 		}
 		return nil
 	})
-	if err != nil {
-		return Identity{}, false, false, fmt.Errorf("storage: read the WAL in %s: %w", dir, err)
+	switch {
+	case errors.Is(err, errUsed):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("storage: read the WAL in %s: %w", dir, err)
 	}
-	if len(meta) == 0 {
-		return Identity{}, true, used, nil
-	}
-	id, err = parseIdentity(meta, "the metadata of the WAL in "+dir)
-	return id, false, used, err
+	return false, nil
 }
 
 // checkIdentity makes sure the WAL in walDir and the snapshots in snapDir
@@ -223,11 +215,19 @@ func checkIdentity(walDir, snapDir string, want Identity, create func(metadata [
 		return want, writeIdentityFile(snapDir, want)
 	}
 
-	logID, legacy, used, err := walIdentity(walDir)
+	// The head of the log says who wrote it; the rest is read by the
+	// start, after this.
+	logID, legacy, err := ReadWALIdentity(walDir)
 	if err != nil {
 		return Identity{}, err
 	}
 	if !haveFile {
+		used := false
+		if !legacy && !snaps {
+			if used, err = walUsed(walDir); err != nil {
+				return Identity{}, err
+			}
+		}
 		switch {
 		case legacy:
 			// Written before identities were recorded: take the
