@@ -6,14 +6,17 @@
 # a pipelined mix checked for read-your-writes, many znodes). --ensemble runs
 # the comparison of a 3-server Collie ensemble with a 3-server ZooKeeper
 # ensemble instead (TestEnsembleLoadAgainstZooKeeper: load, leader kill,
-# catch-up).
+# catch-up). --tls runs the TLS comparison instead
+# (TestTLSLoadAgainstZooKeeper: each server's TLS port against its own
+# plaintext port, and the rate of new sessions over each).
 # --recipes runs the lock benchmark: a Collie mutex against Curator's
 # InterProcessMutex on the same server (BenchmarkMutex in recipe/lock).
 #
-# Usage: ./scripts/bench.sh [--micro | --load | --ensemble | --recipes]
+# Usage: ./scripts/bench.sh [--micro | --load | --ensemble | --tls | --recipes]
 #   --micro     run only the micro-benchmarks
 #   --load      run only the standalone load comparison
 #   --ensemble  run only the ensemble comparison
+#   --tls       run only the TLS comparison
 #   --recipes   run only the lock benchmark against Curator
 # Environment:
 #   BENCHTIME  -benchtime of each micro-benchmark (default 1s)
@@ -25,12 +28,13 @@
 set -euo pipefail
 
 usage() {
-	sed -n '2,24s/^# \{0,1\}//p' "$0"
+	sed -n '2,28s/^# \{0,1\}//p' "$0"
 }
 
 micro=true
 load=true
 ensemble=false
+tlscmp=false
 recipes=false
 for arg in "$@"; do
 	case "$arg" in
@@ -40,6 +44,11 @@ for arg in "$@"; do
 		micro=false
 		load=false
 		ensemble=true
+		;;
+	--tls)
+		micro=false
+		load=false
+		tlscmp=true
 		;;
 	--recipes)
 		micro=false
@@ -123,6 +132,15 @@ if $ensemble; then
 	echo "Six server processes and the load generator share the same cores."
 	echo
 	comparison TestEnsembleLoadAgainstZooKeeper COLLIE_BENCH_ENSEMBLE ensemble
+fi
+
+if $tlscmp; then
+	echo
+	echo "## What TLS costs Collie and ZooKeeper 3.8 on this machine"
+	echo
+	echo "Each server's TLS port against its own plaintext port, loaded by the same client on the same cores."
+	echo
+	comparison TestTLSLoadAgainstZooKeeper COLLIE_BENCH tls
 fi
 
 # lock_table pairs the Go and Curator rows of BenchmarkMutex by contenders

@@ -236,6 +236,7 @@ type benchServer interface {
 type benchCollie struct {
 	bin, dir string
 	port     int
+	extra    []string // more zoo.cfg lines
 
 	cmd    *exec.Cmd
 	exited chan struct{}
@@ -260,6 +261,9 @@ func (p *benchCollie) start(t *testing.T) {
 		"admin.enableServer=false",
 		"4lw.commands.whitelist=*",
 	}, "\n") + "\n"
+	for _, l := range p.extra {
+		cfg += l + "\n"
+	}
 	cfgPath := filepath.Join(p.dir, "zoo.cfg")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
@@ -497,14 +501,29 @@ const (
 // interval count.
 func benchRunLoad(t *testing.T, conns []*zk.Conn, pid int, op func(*zk.Conn, string, []byte) error, s benchSettings) benchLoadResult {
 	t.Helper()
-	var phase atomic.Int32
 	data := make([]byte, benchDataSize)
-	latencies := make([][]time.Duration, len(conns))
-	errs := make([]error, len(conns))
+	return benchClosedLoop(t, pid, s, len(conns), func(i int) error {
+		path := benchSessionPath(i)
+		if err := op(conns[i], path, data); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		return nil
+	})
+}
+
+// benchClosedLoop runs op in a closed loop in each of workers goroutines
+// (op gets the worker's number), for s.warmup and then s.duration, while
+// measuring the CPU time of the process pid and of the test. Only
+// operations that start and end within the measured interval count; an
+// error fails the test.
+func benchClosedLoop(t *testing.T, pid int, s benchSettings, workers int, op func(worker int) error) benchLoadResult {
+	t.Helper()
+	var phase atomic.Int32
+	latencies := make([][]time.Duration, workers)
+	errs := make([]error, workers)
 	var wg sync.WaitGroup
-	for i, c := range conns {
+	for i := range workers {
 		wg.Go(func() {
-			path := benchSessionPath(i)
 			lat := make([]time.Duration, 0, 1<<16)
 			for {
 				p := phase.Load()
@@ -512,8 +531,8 @@ func benchRunLoad(t *testing.T, conns []*zk.Conn, pid int, op func(*zk.Conn, str
 					break
 				}
 				start := time.Now()
-				if err := op(c, path, data); err != nil {
-					errs[i] = fmt.Errorf("%s: %w", path, err)
+				if err := op(i); err != nil {
+					errs[i] = err
 					break
 				}
 				took := time.Since(start)

@@ -3,6 +3,7 @@ package zkcompat
 import (
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -55,7 +56,17 @@ func (quiet) Printf(string, ...any) {}
 
 func dial(t *testing.T, addr string) *zk.Conn {
 	t.Helper()
-	c, events, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(quiet{}))
+	return dialWith(t, addr, nil)
+}
+
+// dialWith is dial through dialer (a TLS one), or go-zookeeper's own when
+// it is nil.
+func dialWith(t *testing.T, addr string, dialer zk.Dialer) *zk.Conn {
+	t.Helper()
+	if dialer == nil {
+		dialer = net.DialTimeout
+	}
+	c, events, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(quiet{}), zk.WithDialer(dialer))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,6 +42,12 @@ func Handshake(addr string, req *proto.ConnectRequest) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	return HandshakeOn(nc, req)
+}
+
+// HandshakeOn sends req as the connect request on nc, a connection made
+// by the caller (a TLS one, say), and closes nc if that fails.
+func HandshakeOn(nc net.Conn, req *proto.ConnectRequest) (*Conn, error) {
 	c := &Conn{NC: nc, r: bufio.NewReader(nc)}
 	if err := c.WriteFrame(proto.Marshal(req)); err != nil {
 		nc.Close()
