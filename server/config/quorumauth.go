@@ -127,7 +127,7 @@ func (c Config) validateQuorumAuth() []error {
 		return errs
 	}
 	switch {
-	case c.JAASConfigFile == "":
+	case q.Users == nil && c.JAASConfigFile == "":
 		errs = append(errs, fmt.Errorf("quorum.auth.enableSasl is true, but no JAAS file is named: set %s (or -D%s= in SERVER_JVMFLAGS) to the file with the %s and %s sections",
 			jaasKey, jaasKey, q.serverSection(), q.learnerSection()))
 	case q.Users == nil:
