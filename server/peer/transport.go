@@ -625,20 +625,23 @@ func (t *Transport) handshake(conn net.Conn) (*peer, connKind, error) {
 	// The dialler authenticates before its description is judged, and
 	// before this server describes itself.
 	var authErr error
-	mine := t.describe()
 	if st == statusAccepted {
 		var ran bool
 		if ran, refusal, authErr = t.acceptAuth(conn, h); authErr != nil && (ran || refusal == nil) {
 			return nil, 0, authErr
 		}
 		if refusal != nil {
-			st, mine = statusUnauthenticated, nil
+			st = statusUnauthenticated
 		}
 	}
 	if st == statusAccepted && t.cfg.Admit != nil {
 		if refusal = t.cfg.Admit(h.from, desc); refusal != nil {
 			st = statusRefused
 		}
+	}
+	var mine []byte
+	if st != statusUnauthenticated {
+		mine = t.describe()
 	}
 	answer := reply{version: wireVersion, status: st}.append(nil)
 	answer = appendAnswer(answer, mine, refusal)
