@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/collie-io/collie/internal/zkref"
 )
 
 // The passwords of the JAAS files below: distinctive, so that a test can
@@ -277,4 +279,36 @@ func TestQuorumSASLRollingEnable(t *testing.T) {
 		}
 	}
 	checkNoPassword(t, logs)
+}
+
+// TestQuorumSASLZooKeeper runs ZooKeeper 3.8 with the quorum.auth lines
+// and the JAAS file the tests above give Collie: its servers authenticate
+// to each other with them and serve, so these are the files of a
+// ZooKeeper ensemble that moves to Collie.
+func TestQuorumSASLZooKeeper(t *testing.T) {
+	jaas := filepath.Join(t.TempDir(), "jaas.conf")
+	if err := os.WriteFile(jaas, []byte(quorumJAAS(quorumPassword)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := zkref.StartEnsemble(t, 3, zkref.WithTickTime(200*time.Millisecond),
+		zkref.WithConfig("quorum.auth.enableSasl", "true"),
+		zkref.WithConfig("quorum.auth.learnerRequireSasl", "true"),
+		zkref.WithConfig("quorum.auth.serverRequireSasl", "true"),
+		zkref.WithJVMArgs("-Djava.security.auth.login.config="+jaas))
+	members := e.Members()
+	writeNode(t, members[0].Addr(), "/formed", "yes")
+	if got := syncedChildren(t, members[2].Addr(), "/"); !slices.Contains(got, "formed") {
+		t.Fatalf("ZooKeeper's third server lists %v without /formed", got)
+	}
+	authenticated := 0
+	for _, m := range members {
+		log, err := os.ReadFile(m.LogPath())
+		if err != nil {
+			t.Fatal(err)
+		}
+		authenticated += strings.Count(string(log), "Successfully completed the authentication using SASL")
+	}
+	if authenticated == 0 {
+		t.Error("no ZooKeeper server logged a SASL authentication of another")
+	}
 }
