@@ -64,6 +64,7 @@ func (s *Server) newTransport() (*peer.Transport, error) {
 		Describe: s.describe,
 		Admit:    s.admitPeer,
 		Refused:  s.refusedByPeer,
+		Auth:     s.quorumAuth(),
 		Listen:   listen,
 		Peers:    peers,
 		Raft:     func(m raftpb.Message) { s.node.Step(m) },

@@ -122,6 +122,9 @@ type Config struct {
 	// enforce.auth.enabled=true; sasl alone with
 	// sessionRequireClientSASLAuth=true); nil serves every session.
 	EnforceAuthSchemes []string
+	// QuorumAuth is SASL authentication between servers (quorum.auth.*;
+	// see quorumauth.go). Its passwords are secrets.
+	QuorumAuth QuorumAuth
 
 	AdminServerEnabled bool   // admin.enableServer
 	AdminServerPort    int    // admin.serverPort
@@ -457,7 +460,7 @@ func (p *parser) set(key, value string, line int) {
 		c.DynamicConfigFile = value
 		c.Unknown = append(c.Unknown, key)
 	default:
-		if p.setSASL(key, value) {
+		if p.setSASL(key, value) || p.setQuorumAuth(key, value) {
 			break
 		}
 		// ZooKeeper weighs votes by group.N and weight.N lines. Collie's
@@ -895,6 +898,7 @@ func (c Config) Validate() error {
 	}
 	errs = append(errs, c.validateMembers()...)
 	errs = append(errs, c.validateSASL()...)
+	errs = append(errs, c.validateQuorumAuth()...)
 	return errors.Join(errs...)
 }
 

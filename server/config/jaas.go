@@ -324,7 +324,9 @@ func SASLUsers(sections map[string][]JAASModule, section string) (users map[stri
 }
 
 // loadSASL reads the JAAS file named by c.JAASConfigFile, if any, into
-// c.SASLUsers.
+// c.SASLUsers and, with quorum.auth.enableSasl, c.QuorumAuth. A file
+// without the client port's section is refused unless it serves SASL
+// between servers: ZooKeeper then runs without SASL on the client port.
 func (c *Config) loadSASL() error {
 	if c.JAASConfigFile == "" {
 		return nil
@@ -343,6 +345,16 @@ func (c *Config) loadSASL() error {
 	}
 	if ok {
 		c.SASLUsers = users
+	}
+	if !c.Standalone {
+		if err := c.QuorumAuth.load(c.JAASConfigFile, sections); err != nil {
+			return err
+		}
+	}
+	_, quorum := sections[c.QuorumAuth.serverSection()]
+	if !ok && !quorum {
+		return fmt.Errorf("%s: %s has no section %s (sasl.serverconfig) with the server's users",
+			jaasKey, c.JAASConfigFile, c.saslSection())
 	}
 	return nil
 }

@@ -84,9 +84,9 @@ func (p *parser) finishSASL() {
 	}
 }
 
-// validateSASL checks the SASL settings as ZooKeeper checks them at start,
-// and what Collie needs on top: a JAAS file that names no server section
-// would leave SASL clients nothing to authenticate against.
+// validateSASL checks the SASL settings as ZooKeeper checks them at start.
+// (What Collie needs on top, a JAAS file with a server section, is checked
+// as Load reads it: see loadSASL.)
 func (c Config) validateSASL() []error {
 	var errs []error
 	for _, s := range c.EnforceAuthSchemes {
@@ -98,10 +98,6 @@ func (c Config) validateSASL() []error {
 		default:
 			errs = append(errs, fmt.Errorf("enforce.auth.schemes: authentication scheme %q is not available (sasl, digest and ip are)", s))
 		}
-	}
-	if c.JAASConfigFile != "" && c.SASLUsers == nil {
-		errs = append(errs, fmt.Errorf("%s: %s has no section %s (sasl.serverconfig) with the server's users",
-			jaasKey, c.JAASConfigFile, c.saslSection()))
 	}
 	return errs
 }

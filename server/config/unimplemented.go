@@ -194,15 +194,6 @@ var unimplemented = []unimplementedFeature{
 		},
 	},
 	{
-		name: "SASL authentication between servers",
-		keys: []refusal{
-			{"quorum.auth.enableSasl", offFalse},
-			{"quorum.auth.learnerRequireSasl", offFalse},
-			{"quorum.auth.serverRequireSasl", offFalse},
-			{"quorum.auth.*", nil}, // principals and login contexts
-		},
-	},
-	{
 		name: "Kerberos",
 		keys: []refusal{
 			{"kerberos.*", nil},

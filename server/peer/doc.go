@@ -70,11 +70,15 @@
 //	4      2     version, 2
 //	6      1     kind: 1 stream, 2 snapshot
 //	7      1     reserved, 0
-//	8      8     reserved, 0 (a cluster id in version 1)
+//	8      8     flags: 1, the sender authenticates (see below); other
+//	             bits are ignored (a cluster id in version 1)
 //	16     8     sender id
 //	24     8     receiver id
 //	32     2     n, at most MaxDescription
 //	34     n     the sender's description (Config.Describe)
+//
+// (A block, here and below, is a 2-byte length and that many bytes, at
+// most MaxDescription.)
 //
 // The receiver answers with the magic, its version (2 bytes), a status
 // byte and a reserved 0 byte; in version 2 its own description follows, as
@@ -85,12 +89,43 @@
 // the connection, and the status says why: 1 unsupported version, 3 the
 // receiver has another id, 4 the sender is not one of its peers, 5 unknown
 // kind, 6 Config.Admit refused the sender's description, for the reason
-// given (status 2, a wrong cluster id, is no longer sent). The dialler then
+// given, 8 the sender is refused for authentication, for the reason given
+// (status 2, a wrong cluster id, is no longer sent). The dialler then
 // judges the receiver's description with Admit too, and closes the
 // connection if it refuses: nothing passes between two servers unless
 // each admits the other. A hello with a wrong magic or reserved byte gets
 // no answer. The hello and description must arrive within
 // Config.HandshakeTimeout.
+//
+// # Authentication
+//
+// With Config.Auth the servers authenticate to each other (SASL
+// DIGEST-MD5 between servers, ZooKeeper's quorum.auth.*), before
+// descriptions are judged. The dialler that authenticates sets flag 1;
+// the receiver, once version, kind and ids are right, asks Auth.Accept,
+// and either refuses with status 8 (an empty description and the
+// reason: it requires authentication and the sender did not ask, or it
+// runs no exchange and the sender asked) or, for a sender that asked,
+// answers the 8 bytes of a reply with status 7 and runs the exchange,
+// the receiver speaking first. Each of its tokens is a state byte and a
+// block:
+//
+//	0  a token the dialler answers with a block of its own
+//	1  the dialler is authenticated; the block is the receiver's last
+//	   token (DIGEST-MD5's rspauth, its proof that it knows the password
+//	   too), and the reply follows as to a hello without the flag
+//	2  the exchange failed; the block is the reason; the receiver closes
+//
+// at most 5 rounds. A dialler that authenticates goes on only if the
+// exchange completes on both sides: a receiver that answers such a hello
+// with status 0 or 6 without an exchange has not proved itself, and what
+// it says is not believed. Every dial refused for authentication fails
+// with ErrUnauthenticated. Since each of two servers dials the other, a
+// server whose own dial is refused so must not act on what the other
+// sends it over the other connection (it would follow a leader it cannot
+// answer): with Config.Auth, a peer's messages are handed over only once
+// this server has connected to that peer, and not while that peer
+// refuses its authentication.
 //
 // On a stream connection the dialler then sends frames, and the receiver
 // sends nothing:

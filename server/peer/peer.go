@@ -43,6 +43,9 @@ type peer struct {
 	snapc chan outSnapshot
 	// redial asks runStream to connect again (the address changed).
 	redial chan struct{}
+	// wakeup cuts runStream's wait before it dials again short: the peer
+	// has just connected to this server, so it is up.
+	wakeup chan struct{}
 	// unreachable, snapDropped and lost wake runReports.
 	unreachable chan struct{}
 	snapDropped chan struct{}
@@ -54,6 +57,13 @@ type peer struct {
 	// cutOut drops every message to the peer, cutIn every message from
 	// it (Transport.Cut, CutSends).
 	cutOut, cutIn atomic.Bool
+	// trusted is whether the peer's messages are taken. With Config.Auth
+	// it is set once this server has connected to the peer, and cleared
+	// while the peer refuses this server's authentication: a server
+	// that cannot authenticate to its peers must not follow what they
+	// say either (it would serve as a member of the ensemble while
+	// nothing it sends gets through).
+	trusted atomic.Bool
 
 	in, inSnap slot
 
@@ -94,13 +104,26 @@ func newPeer(t *Transport, id uint64, addr string) *peer {
 		queue:       make(chan outgoing, t.cfg.QueueLen),
 		snapc:       make(chan outSnapshot, 1),
 		redial:      make(chan struct{}, 1),
+		wakeup:      make(chan struct{}, 1),
 		unreachable: make(chan struct{}, 1),
 		snapDropped: make(chan struct{}, 1),
 		lost:        make(chan struct{}, 1),
 	}
 	p.ctx, p.cancel = context.WithCancel(t.ctx)
+	p.trusted.Store(t.cfg.Auth == nil)
 	return p
 }
+
+// wake has runStream dial at once if it is waiting to, and this server
+// does not take the peer's messages yet.
+func (p *peer) wake() {
+	if !p.trusted.Load() {
+		signal(p.wakeup)
+	}
+}
+
+// takes reports whether the peer's messages are handed over.
+func (p *peer) takes() bool { return p.trusted.Load() && !p.cutIn.Load() }
 
 // start starts the peer's goroutines. Called with t.mu held, before Close.
 func (p *peer) start() {
@@ -229,13 +252,18 @@ func (p *peer) runStream() {
 			if p.ctx.Err() != nil {
 				return
 			}
+			msg := "cannot connect to peer"
+			if errors.Is(err, ErrUnauthenticated) {
+				p.trusted.Store(false)
+				msg = "cannot authenticate to peer: its messages are dropped until this server can"
+			}
 			// A peer that is down is retried every MaxBackoff: say so
 			// once, not every time.
 			if s := err.Error(); s != lastErr {
 				lastErr = s
-				log.Warn("cannot connect to peer", "addr", addr, "err", err)
+				log.Warn(msg, "addr", addr, "err", err)
 			} else {
-				log.Debug("cannot connect to peer", "addr", addr, "err", err)
+				log.Debug(msg, "addr", addr, "err", err)
 			}
 			if !p.pause(&b) {
 				return
@@ -244,6 +272,7 @@ func (p *peer) runStream() {
 		}
 		b.reset()
 		lastErr = ""
+		p.trusted.Store(true)
 		log.Info("connected to peer", "addr", addr)
 		err = p.stream(conn)
 		stop()
@@ -266,6 +295,8 @@ func (p *peer) pause(b *backoff) bool {
 	case <-time.After(b.next(p.t.cfg.MaxBackoff)):
 		return true
 	case <-p.redial:
+		return true
+	case <-p.wakeup:
 		return true
 	case <-p.ctx.Done():
 		return false
@@ -387,33 +418,58 @@ func (p *peer) dial(addr string, kind connKind) (conn net.Conn, stop func() bool
 	if err != nil {
 		return nil, nil, err
 	}
-	stop = context.AfterFunc(p.ctx, func() { conn.Close() })
+	// The closures hold c: returning through fail clears conn.
+	c := conn
+	stop = context.AfterFunc(p.ctx, func() { c.Close() })
 	fail := func(err error) (net.Conn, func() bool, error) {
 		stop()
-		conn.Close()
+		c.Close()
 		return nil, nil, err
 	}
 	if err := conn.SetDeadline(time.Now().Add(cfg.HandshakeTimeout)); err != nil {
 		return fail(err)
 	}
 	h := hello{version: wireVersion, kind: kind, from: cfg.ID, to: p.id}
+	var ex ClientExchange
+	if cfg.Auth != nil && cfg.Auth.Dial != nil {
+		ex = cfg.Auth.Dial(p.id)
+		h.flags |= flagAuthenticate
+	}
 	if _, err := conn.Write(appendBlock(h.append(nil), p.t.describe())); err != nil {
 		return fail(fmt.Errorf("handshake: %w", err))
 	}
-	var b [replySize]byte
-	if _, err := io.ReadFull(conn, b[:]); err != nil {
-		return fail(fmt.Errorf("handshake: %w", err))
-	}
-	r, err := parseReply(b[:])
+	r, err := readReply(conn)
 	if err != nil {
 		return fail(err)
 	}
-	if r.version != wireVersion {
-		return fail(fmt.Errorf("%w: the peer speaks version %d, this server %d", ErrBadVersion, r.version, wireVersion))
+	authenticated := false
+	if r.status == statusAuthenticate && ex != nil {
+		if err := dialAuth(conn, ex, p.id); err != nil {
+			return fail(err)
+		}
+		authenticated = true
+		if r, err = readReply(conn); err != nil {
+			return fail(err)
+		}
+	}
+	if r.status == statusAuthenticate {
+		return fail(r.status.err())
 	}
 	desc, refusal, err := readAnswer(conn)
 	if err != nil {
 		return fail(err)
+	}
+	switch {
+	case r.status == statusUnauthenticated:
+		reason := "(no reason given)"
+		if refusal != nil {
+			reason = refusal.Reason
+		}
+		return fail(fmt.Errorf("%w: server %d refused this server: %s", ErrUnauthenticated, p.id, reason))
+	case ex != nil && !authenticated && (r.status == statusAccepted || r.status == statusRefused):
+		// A receiver that takes, or judges, this server without an
+		// exchange has not proved itself: what it says is not trusted.
+		return fail(fmt.Errorf("%w: server %d answered without authenticating this server, which requires it: it does not run SASL between servers", ErrUnauthenticated, p.id))
 	}
 	if r.status == statusRefused {
 		if refusal == nil {
@@ -436,6 +492,22 @@ func (p *peer) dial(addr string, kind connKind) (conn net.Conn, stop func() bool
 		return fail(err)
 	}
 	return conn, stop, nil
+}
+
+// readReply reads the 8 bytes of a reply and checks its version.
+func readReply(conn net.Conn) (reply, error) {
+	var b [replySize]byte
+	if _, err := io.ReadFull(conn, b[:]); err != nil {
+		return reply{}, fmt.Errorf("handshake: %w", err)
+	}
+	r, err := parseReply(b[:])
+	if err != nil {
+		return reply{}, err
+	}
+	if r.version != wireVersion {
+		return reply{}, fmt.Errorf("%w: the peer speaks version %d, this server %d", ErrBadVersion, r.version, wireVersion)
+	}
+	return r, nil
 }
 
 // runSnapshots sends the snapshots raft hands to Send, one at a time.

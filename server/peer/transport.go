@@ -65,6 +65,12 @@ type Config struct {
 	// Refused is told when a peer refused this server's connection with
 	// a Refusal. Called from the transport's goroutines; nil ignores it.
 	Refused func(peer uint64, r *Refusal)
+	// Auth authenticates the servers to each other in every handshake,
+	// before descriptions are judged; nil neither authenticates nor runs
+	// exchanges for diallers that ask. With Auth, a peer's messages are
+	// taken only once this server has connected to it, and not while it
+	// refuses this server's authentication.
+	Auth *Auth
 	// Listen is the address to listen on for peers, host:peerPort.
 	Listen string
 	// Peers are the other servers, id to host:peerPort. An entry for ID
@@ -306,7 +312,8 @@ func (t *Transport) SendSnapshot(m raftpb.Message, data io.ReadCloser, size int6
 	p.sendSnapshot(outSnapshot{m: m, data: data, size: size})
 }
 
-// errCut refuses a snapshot from a peer whose link is cut.
+// errCut refuses a snapshot from a peer whose link is cut, or whose
+// messages this server does not take (see peer.trusted).
 var errCut = errors.New("peer: the link to this peer is cut")
 
 // Cut drops (cut true) or lets through again (false) every message to and
@@ -614,17 +621,36 @@ func (t *Transport) handshake(conn net.Conn) (*peer, connKind, error) {
 		st = statusWrongReceiver
 	case p == nil:
 		st = statusUnknownSender
-	case t.cfg.Admit != nil:
+	}
+	// The dialler authenticates before its description is judged, and
+	// before this server describes itself.
+	var authErr error
+	if st == statusAccepted {
+		var ran bool
+		if ran, refusal, authErr = t.acceptAuth(conn, h); authErr != nil && (ran || refusal == nil) {
+			return nil, 0, authErr
+		}
+		if refusal != nil {
+			st = statusUnauthenticated
+		}
+	}
+	if st == statusAccepted && t.cfg.Admit != nil {
 		if refusal = t.cfg.Admit(h.from, desc); refusal != nil {
 			st = statusRefused
 		}
 	}
+	var mine []byte
+	if st != statusUnauthenticated {
+		mine = t.describe()
+	}
 	answer := reply{version: wireVersion, status: st}.append(nil)
-	answer = appendAnswer(answer, t.describe(), refusal)
+	answer = appendAnswer(answer, mine, refusal)
 	if _, err := conn.Write(answer); err != nil {
 		return nil, 0, fmt.Errorf("handshake reply: %w", err)
 	}
 	switch {
+	case authErr != nil:
+		return nil, 0, authErr
 	case refusal != nil:
 		return nil, 0, fmt.Errorf("from %d: %w: %w", h.from, errRefusedPeer, refusal)
 	case st != statusAccepted:
@@ -633,6 +659,7 @@ func (t *Transport) handshake(conn net.Conn) (*peer, connKind, error) {
 	if err := conn.SetDeadline(time.Time{}); err != nil {
 		return nil, 0, err
 	}
+	p.wake()
 	return p, h.kind, nil
 }
 
@@ -654,11 +681,11 @@ func (t *Transport) readStream(p *peer, fr *frameReader) error {
 			if err := checkMessage(&m, p.id, t.cfg.ID, kindStream); err != nil {
 				return err
 			}
-			if !p.cutIn.Load() {
+			if p.takes() {
 				t.cfg.Raft(m)
 			}
 		case frameApp:
-			if t.cfg.App != nil && !p.cutIn.Load() {
+			if t.cfg.App != nil && p.takes() {
 				t.cfg.App(p.id, bytes.Clone(payload))
 			}
 		}
@@ -675,7 +702,7 @@ func (t *Transport) readSnapshot(p *peer, fr *frameReader, conn net.Conn) error 
 	if err := checkMessage(&m, p.id, t.cfg.ID, kindSnapshot); err != nil {
 		return err
 	}
-	if p.cutIn.Load() {
+	if !p.takes() {
 		return errCut
 	}
 	if t.cfg.StoreSnapshot != nil {

@@ -77,6 +77,12 @@ const (
 	// statusRefused: the receiver's Config.Admit refused the sender's
 	// description; the reply's refusal says why.
 	statusRefused status = 6
+	// statusAuthenticate: the sender asked to authenticate, and the
+	// exchange follows this reply (8 bytes alone); then the reply again.
+	statusAuthenticate status = 7
+	// statusUnauthenticated: the receiver refuses the sender for
+	// authentication (Config.Auth); the reply's refusal says why.
+	statusUnauthenticated status = 8
 )
 
 // Errors a sender gets when the receiver refuses its handshake. They say
@@ -121,6 +127,10 @@ func (s status) err() error {
 		return ErrBadKind
 	case statusRefused:
 		return ErrRefused
+	case statusUnauthenticated:
+		return ErrUnauthenticated
+	case statusAuthenticate:
+		return fmt.Errorf("%w: an authentication exchange the sender did not ask for", errProtocol)
 	}
 	return fmt.Errorf("%w: unknown refusal %d", errProtocol, uint8(s))
 }
@@ -133,14 +143,14 @@ var errProtocol = errors.New("peer: protocol violation")
 type hello struct {
 	version uint16
 	kind    connKind
-	cluster uint64
+	flags   uint64 // flagAuthenticate; other bits are ignored
 	from    uint64
 	to      uint64
 }
 
 func (h hello) append(b []byte) []byte {
 	b = appendPrefix(b, h.version, byte(h.kind))
-	b = binary.BigEndian.AppendUint64(b, h.cluster)
+	b = binary.BigEndian.AppendUint64(b, h.flags)
 	b = binary.BigEndian.AppendUint64(b, h.from)
 	return binary.BigEndian.AppendUint64(b, h.to)
 }
@@ -156,7 +166,7 @@ func parseHello(b []byte) (hello, error) {
 	return hello{
 		version: version,
 		kind:    connKind(kind),
-		cluster: binary.BigEndian.Uint64(b[8:]),
+		flags:   binary.BigEndian.Uint64(b[8:]),
 		from:    binary.BigEndian.Uint64(b[16:]),
 		to:      binary.BigEndian.Uint64(b[24:]),
 	}, nil

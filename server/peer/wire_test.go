@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.etcd.io/raft/v3/raftpb"
+
+	"github.com/collie-io/collie/server/sasl"
 )
 
 func testFrames(tb testing.TB) [][]byte {
@@ -84,7 +86,7 @@ func TestSnapshotFrameRoundTrip(t *testing.T) {
 }
 
 func TestHandshakeRoundTrip(t *testing.T) {
-	h := hello{version: wireVersion, kind: kindSnapshot, cluster: 0xdeadbeef, from: 3, to: 1 << 60}
+	h := hello{version: wireVersion, kind: kindSnapshot, flags: 0xdeadbeef, from: 3, to: 1 << 60}
 	b := h.append(nil)
 	if len(b) != helloSize {
 		t.Fatalf("hello of %d bytes", len(b))
@@ -93,7 +95,7 @@ func TestHandshakeRoundTrip(t *testing.T) {
 	if err != nil || got != h {
 		t.Fatalf("parseHello = %+v, %v; want %+v", got, err, h)
 	}
-	for st := range status(8) {
+	for st := range status(9) {
 		r := reply{version: wireVersion, status: st}
 		got, err := parseReply(r.append(nil))
 		if err != nil || got != r {
@@ -191,7 +193,7 @@ func FuzzReadSnapshot(f *testing.F) {
 // FuzzHandshake decodes hellos and replies; what decodes encodes back to
 // the same bytes.
 func FuzzHandshake(f *testing.F) {
-	f.Add(hello{version: wireVersion, kind: kindStream, cluster: 1, from: 2, to: 3}.append(nil))
+	f.Add(hello{version: wireVersion, kind: kindStream, flags: 1, from: 2, to: 3}.append(nil))
 	f.Add(reply{version: wireVersion, status: statusWrongCluster}.append(nil))
 	f.Add([]byte("GET / HTTP/1.1\r\nHost: collie\r\n\r\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -204,6 +206,28 @@ func FuzzHandshake(f *testing.F) {
 			if r, err := parseReply(data[:replySize]); err == nil && !bytes.Equal(r.append(nil), data[:replySize]) {
 				t.Fatalf("reply %+v encodes to %x, decoded from %x", r, r.append(nil), data[:replySize])
 			}
+		}
+	})
+}
+
+// FuzzDialAuth hands arbitrary receiver answers to a dialler's exchange:
+// nothing may panic, and the dialler is done only when the receiver
+// proved it knows the password, which these bytes cannot.
+func FuzzDialAuth(f *testing.F) {
+	challenge := `realm="zk-quorum-sasl-md5",nonce="n",charset=utf-8,algorithm=md5-sess`
+	f.Add(appendBlock([]byte{authContinue}, []byte(challenge)))
+	f.Add(append(appendBlock([]byte{authContinue}, []byte(challenge)), appendBlock([]byte{authDone}, []byte("rspauth=0"))...))
+	f.Add(appendBlock([]byte{authDone}, []byte(challenge)))
+	f.Add(appendBlock([]byte{authFailed}, []byte("no")))
+	f.Add([]byte{9, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, answers []byte) {
+		ex := sasl.NewDigestMD5Client(sasl.QuorumService, "test", "secret", bytes.NewReader(make([]byte, 64)))
+		rw := struct {
+			io.Reader
+			io.Writer
+		}{bytes.NewReader(answers), io.Discard}
+		if err := dialAuth(rw, ex, 2); err == nil {
+			t.Fatalf("authenticated by %q", answers)
 		}
 	})
 }

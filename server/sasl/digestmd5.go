@@ -1,20 +1,25 @@
-// Package sasl is the server side of ZooKeeper's SASL authentication with
-// the DIGEST-MD5 mechanism (RFC 2831), as ZooKeeper 3.8 runs it through
-// Java's DIGEST-MD5 provider, so that the clients that authenticate to
-// ZooKeeper authenticate here unchanged.
+// Package sasl is ZooKeeper's SASL authentication with the DIGEST-MD5
+// mechanism (RFC 2831), as ZooKeeper 3.8 runs it through Java's DIGEST-MD5
+// provider: the server side, so that the clients that authenticate to
+// ZooKeeper authenticate here unchanged, and the client side, with which
+// the servers of an ensemble authenticate to each other.
 //
-// ZooKeeper names the server "zk-sasl-md5" and the protocol "zookeeper",
-// so the realm is zk-sasl-md5 and the digest-uri zookeeper/zk-sasl-md5; it
-// offers only the "auth" quality of protection, so no security layer
-// follows the exchange. An exchange is two rounds:
+// ZooKeeper names the server "zk-sasl-md5" and the protocol "zookeeper"
+// for its clients (ClientService), so the realm is zk-sasl-md5 and the
+// digest-uri zookeeper/zk-sasl-md5; between servers it names them
+// "zk-quorum-sasl-md5" and "zookeeper-quorum" (QuorumService). It offers
+// only the "auth" quality of protection, so no security layer follows the
+// exchange. An exchange is two rounds:
 //
 //	client: (empty token)
 //	server: realm="zk-sasl-md5",nonce="...",charset=utf-8,algorithm=md5-sess
 //	client: username="bob",realm="zk-sasl-md5",nonce="...",cnonce="...",nc=00000001,qop=auth,digest-uri="zookeeper/zk-sasl-md5",response=...
 //	server: rspauth=...
 //
-// after which the client is authenticated as its username. A DigestMD5
-// holds one connection's exchange; it does no I/O and starts no goroutine.
+// after which the client is authenticated as its username, and the client
+// knows from rspauth that the server knows the password too. A DigestMD5
+// holds the server side of one connection's exchange, a DigestMD5Client
+// the client side; they do no I/O and start no goroutine.
 package sasl
 
 import (
@@ -32,9 +37,10 @@ import (
 )
 
 const (
-	// Realm is the realm, and the server name, ZooKeeper gives DIGEST-MD5.
+	// Realm is the realm, and the server name, ZooKeeper gives DIGEST-MD5
+	// on its client port.
 	Realm = "zk-sasl-md5"
-	// DigestURI is the digest-uri a client must send: ZooKeeper's
+	// DigestURI is the digest-uri a client must send there: ZooKeeper's
 	// protocol name, then its server name.
 	DigestURI = "zookeeper/" + Realm
 	// MaxResponse is the longest token a client may send, as in Java's
@@ -52,6 +58,24 @@ const (
 // password.
 var ErrAuthentication = errors.New("sasl: DIGEST-MD5 authentication failed")
 
+// A Service is what an exchange names the server by: its protocol and
+// its server name, which is also the realm.
+type Service struct {
+	Protocol, ServerName string
+}
+
+// The services of ZooKeeper's DIGEST-MD5 exchanges.
+var (
+	// ClientService is the client port's.
+	ClientService = Service{Protocol: "zookeeper", ServerName: Realm}
+	// QuorumService is the one between the servers of an ensemble
+	// (ZooKeeper's QuorumAuth).
+	QuorumService = Service{Protocol: "zookeeper-quorum", ServerName: "zk-quorum-sasl-md5"}
+)
+
+// digestURI is the digest-uri a client sends: protocol/server name.
+func (s Service) digestURI() string { return s.Protocol + "/" + s.ServerName }
+
 // Passwords looks up the password of a user, as the JAAS file's user_
 // options give it.
 type Passwords func(username string) (password string, ok bool)
@@ -67,6 +91,7 @@ const (
 
 // DigestMD5 is the server side of one DIGEST-MD5 exchange.
 type DigestMD5 struct {
+	service   Service
 	passwords Passwords
 	rand      io.Reader
 	step      step
@@ -74,10 +99,16 @@ type DigestMD5 struct {
 	username  string // set once complete
 }
 
-// NewDigestMD5 starts an exchange that checks users against passwords and
-// draws its nonce from rand (crypto/rand.Reader outside tests).
+// NewDigestMD5 starts an exchange of the client port (ClientService) that
+// checks users against passwords and draws its nonce from rand
+// (crypto/rand.Reader outside tests).
 func NewDigestMD5(passwords Passwords, rand io.Reader) *DigestMD5 {
-	return &DigestMD5{passwords: passwords, rand: rand}
+	return NewDigestMD5For(ClientService, passwords, rand)
+}
+
+// NewDigestMD5For is NewDigestMD5 for the exchanges of service.
+func NewDigestMD5For(service Service, passwords Passwords, rand io.Reader) *DigestMD5 {
+	return &DigestMD5{service: service, passwords: passwords, rand: rand}
 }
 
 // Complete reports whether the client has authenticated.
@@ -105,7 +136,7 @@ func (s *DigestMD5) Next(token []byte) ([]byte, error) {
 		}
 		s.nonce = base64.StdEncoding.EncodeToString(raw[:])
 		s.step = stepResponse
-		return []byte("realm=" + quote(Realm) + ",nonce=" + quote(s.nonce) + ",charset=utf-8,algorithm=md5-sess"), nil
+		return []byte("realm=" + quote(s.service.ServerName) + ",nonce=" + quote(s.nonce) + ",charset=utf-8,algorithm=md5-sess"), nil
 	case stepResponse:
 		s.step = stepEnded
 		rspauth, username, err := s.verify(token)
@@ -140,8 +171,9 @@ func (s *DigestMD5) verify(token []byte) (rspauth []byte, username string, err e
 		return nil, "", errors.New("no username")
 	}
 	username = proto.JavaString(string(user))
-	if string(d["realm"]) != Realm {
-		return nil, "", fmt.Errorf("realm %q, not %s", d["realm"], Realm)
+	realm := s.service.ServerName
+	if string(d["realm"]) != realm {
+		return nil, "", fmt.Errorf("realm %q, not %s", d["realm"], realm)
 	}
 	if n, ok := d["nonce"]; !ok || subtle.ConstantTimeCompare(n, []byte(s.nonce)) != 1 {
 		return nil, "", errors.New("not the nonce of this exchange")
@@ -161,8 +193,8 @@ func (s *DigestMD5) verify(token []byte) (rspauth []byte, username string, err e
 		return nil, "", fmt.Errorf("qop %q, not auth", qop)
 	}
 	uri, ok := d["digest-uri"]
-	if !ok || !strings.EqualFold(string(uri), DigestURI) {
-		return nil, "", fmt.Errorf("digest-uri %q, not %s", uri, DigestURI)
+	if want := s.service.digestURI(); !ok || !strings.EqualFold(string(uri), want) {
+		return nil, "", fmt.Errorf("digest-uri %q, not %s", uri, want)
 	}
 	response, ok := d["response"]
 	if !ok {
@@ -176,7 +208,7 @@ func (s *DigestMD5) verify(token []byte) (rspauth []byte, username string, err e
 	if !hasAuthzid {
 		authzid = nil
 	}
-	a1 := sessionKey(username, Realm, password, s.nonce, string(cnonce), authzid)
+	a1 := sessionKey(username, realm, password, s.nonce, string(cnonce), authzid)
 	want := responseValue(a1, "AUTHENTICATE:"+string(uri), s.nonce, string(cnonce))
 	if subtle.ConstantTimeCompare(response, want) != 1 {
 		return nil, "", fmt.Errorf("wrong response for user %q (wrong password)", username)
