@@ -3,6 +3,7 @@
 package zkcompat
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -32,6 +33,8 @@ type quorumEnsemble struct {
 	lines  []string // server.N lines
 	extras [][]string
 	n      int // servers listed; the last may be an observer
+	// logLevel is the servers' -log-level, warn unless set.
+	logLevel string
 }
 
 // teeBuffer keeps a process's output and shows it in the test's output.
@@ -101,7 +104,8 @@ func (e *quorumEnsemble) configure(t *testing.T, i int, extra ...string) {
 func (e *quorumEnsemble) start(t *testing.T, i int) {
 	t.Helper()
 	e.logs[i] = &teeBuffer{out: t.Output()}
-	e.procs[i] = startCollie(t, e.dirs[i], e.logs[i], "server", "-c", "zoo.cfg", "-log-level", "warn")
+	level := cmp.Or(e.logLevel, "warn")
+	e.procs[i] = startCollie(t, e.dirs[i], e.logs[i], "server", "-c", "zoo.cfg", "-log-level", level)
 }
 
 func (e *quorumEnsemble) serving(t *testing.T, i int) {
@@ -143,6 +147,9 @@ func TestQuorumTLS(t *testing.T) {
 	tlstest.Require(t)
 	ca, other := tlstest.NewAuthority(t, "quorum-ca"), tlstest.NewAuthority(t, "other-ca")
 	e := newQuorumEnsemble(t, 4, true)
+	// Every line, so that the passwords' absence from the log means
+	// something.
+	e.logLevel = "debug"
 	// One key store format per member, as ZooKeeper reads them all.
 	types := []string{"JKS", "PKCS12", "PEM", "PEM"}
 	for i := range 3 {
@@ -196,6 +203,19 @@ func TestQuorumTLS(t *testing.T) {
 		t.Errorf("server 4 is %q, want observer", m[0])
 	}
 	verifyAcked(t, e.addrs, acked)
+
+	// Through refusals and a reload, the stores' password showed nowhere.
+	for i := range e.n {
+		shown := map[string]string{"log": e.logs[i].String()}
+		for _, word := range []string{"conf", "envi", "mntr"} {
+			shown[word], _ = fourLetterWord(e.addrs[i], word)
+		}
+		for where, text := range shown {
+			if strings.Contains(text, tlstest.Password) {
+				t.Errorf("server %d shows the stores' password in its %s", i+1, where)
+			}
+		}
+	}
 }
 
 func copyFile(t *testing.T, from, to string) {
