@@ -644,6 +644,9 @@ func (t *Transport) handshake(conn net.Conn, tc *tls.Conn) (*peer, connKind, err
 	st := statusAccepted
 	var refusal *Refusal
 	var nameErr error
+	if p != nil && h.to == t.cfg.ID && !t.plaintextRefused(tc) {
+		nameErr = t.verifyIncoming(tc, p)
+	}
 	switch {
 	case t.plaintextRefused(tc):
 		st = statusTLSRequired
@@ -653,7 +656,7 @@ func (t *Transport) handshake(conn net.Conn, tc *tls.Conn) (*peer, connKind, err
 		st = statusWrongReceiver
 	case p == nil:
 		st = statusUnknownSender
-	case func() bool { nameErr = t.verifyIncoming(tc, p); return nameErr != nil }():
+	case nameErr != nil:
 		st = statusBadName
 		refusal = &Refusal{Reason: nameErr.Error()}
 	case t.cfg.Admit != nil:
