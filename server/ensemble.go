@@ -20,6 +20,7 @@ import (
 	"github.com/collie-io/collie/server/peer"
 	"github.com/collie-io/collie/server/replication"
 	"github.com/collie-io/collie/server/session"
+	"github.com/collie-io/collie/server/tlsconfig"
 )
 
 // appSender carries the server's own messages to another member of the
@@ -59,6 +60,10 @@ func (s *Server) newTransport() (*peer.Transport, error) {
 	if listen == "" {
 		return nil, fmt.Errorf("server: no server.%d line for this server's id", s.id)
 	}
+	secure, err := s.quorumTLSConfig()
+	if err != nil {
+		return nil, err
+	}
 	t, err := peer.New(peer.Config{
 		ID:       s.id,
 		Describe: s.describe,
@@ -78,12 +83,51 @@ func (s *Server) newTransport() (*peer.Transport, error) {
 		Unreachable:    func(id uint64) { s.node.ReportUnreachable(id) },
 		SnapshotStatus: func(id uint64, failed bool) { s.node.ReportSnapshot(id, failed) },
 		Lost:           func(id uint64) { s.node.ReportLost(id) },
+		TLS:            secure,
 		Logger:         s.log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("server: peer port: %w", err)
 	}
 	return t, nil
+}
+
+// quorumTLSConfig reads the ssl.quorum.* stores and returns how the peer
+// transport uses TLS, as ZooKeeper's sslQuorum and portUnification say:
+// nil when both are false. Handshakes take the stores' current contents,
+// so a reload (sslQuorumReloadCertFiles) applies to new connections.
+func (s *Server) quorumTLSConfig() (*peer.TLS, error) {
+	if !s.cfg.QuorumTLS() {
+		return nil, nil
+	}
+	settings := s.cfg.QuorumSSL
+	for _, name := range settings.UnknownCipherSuites() {
+		s.log.Warn("ssl.quorum.ciphersuites names a suite Go does not implement; it is left out", "suite", name)
+	}
+	r, err := tlsconfig.NewReloader(settings, s.log.With("stores", "ssl.quorum"))
+	if err != nil {
+		return nil, fmt.Errorf("server: TLS between servers (ssl.quorum.*): %w", err)
+	}
+	s.quorumTLS = r
+	s.log.Info("TLS between servers", "sslQuorum", s.cfg.SSLQuorum, "portUnification", s.cfg.PortUnification,
+		"key_store", settings.KeyStore, "trust_store", settings.TrustStore, "client_auth", settings.ClientAuth.String(),
+		"hostname_verification", !settings.SkipHostnameVerification, "reload", s.cfg.SSLQuorumReloadCertFiles)
+	return &peer.TLS{
+		Config:          r.Current,
+		Dial:            s.cfg.SSLQuorum,
+		AcceptPlaintext: !s.cfg.SSLQuorum || s.cfg.PortUnification,
+		VerifyName:      !settings.SkipHostnameVerification,
+		ReverseLookup:   s.cfg.QuorumReverseDNS,
+	}, nil
+}
+
+// reloadedQuorumTLS returns the quorum TLS configuration when its stores
+// are to follow their files (sslQuorumReloadCertFiles), or nil.
+func (s *Server) reloadedQuorumTLS() *tlsconfig.Reloader {
+	if !s.cfg.SSLQuorumReloadCertFiles {
+		return nil
+	}
+	return s.quorumTLS
 }
 
 // The peer transport streams snapshots from the file to the socket.

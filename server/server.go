@@ -118,7 +118,12 @@ type Server struct {
 	// tlsReloader, with client.certReload, keeps tls in step with the
 	// key and trust store files; nil otherwise.
 	tlsReloader *tlsconfig.Reloader
-	closing     chan struct{}
+	// quorumTLS holds the TLS configuration between servers (the
+	// ssl.quorum.* stores), nil when sslQuorum and portUnification are
+	// both false; with sslQuorumReloadCertFiles, Run has it follow the
+	// files.
+	quorumTLS *tlsconfig.Reloader
+	closing   chan struct{}
 	// closeMu orders closing with the goroutines Run starts (see
 	// goUnlessClosed): Shutdown waits for wg only once closing is closed.
 	closeMu sync.Mutex
@@ -482,7 +487,10 @@ func (s *Server) Run(ctx context.Context) error {
 		// resident memory.
 		s.wg.Go(debug.FreeOSMemory)
 	})
-	if r := s.tlsReloader; r != nil {
+	for _, r := range []*tlsconfig.Reloader{s.tlsReloader, s.reloadedQuorumTLS()} {
+		if r == nil {
+			continue
+		}
 		s.goUnlessClosed(func() {
 			// Without the watch the server still serves, with the stores
 			// it read at start, as ZooKeeper does when its watch fails.

@@ -190,14 +190,41 @@ func TestEnsembleKillLeader(t *testing.T) {
 
 	// One writer per server, each writing its own keys; a write counts
 	// only once acknowledged.
-	var (
-		mu    sync.Mutex
-		acked = map[string]string{}
-		stop  = make(chan struct{})
-		wg    sync.WaitGroup
-	)
+	w := startAckedWriters(t, addrs, n)
+	deadline := time.Now().Add(30 * time.Second)
+	for w.count() < 100 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	procs[lead].kill(t)
+	killedAt := time.Now()
+	newLead := awaitLeader(t, addrs, lead)
+	t.Logf("server %d leads %v after server %d was killed", newLead+1, time.Since(killedAt).Round(time.Millisecond), lead+1)
+	before := w.count()
+	for w.count() < before+100 && time.Now().Before(deadline.Add(30*time.Second)) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if w.count() < before+100 {
+		t.Fatalf("only %d writes acknowledged after the leader's loss", w.count()-before)
+	}
+	e.restart(t, lead)
+	verifyAcked(t, addrs, w.stop())
+}
+
+// ackedWriters are clients that create nodes without pause, through any
+// server of an ensemble, and keep those whose creation was acknowledged.
+type ackedWriters struct {
+	mu    sync.Mutex
+	acked map[string]string // path → data
+	done  chan struct{}
+	wg    sync.WaitGroup
+}
+
+// startAckedWriters starts n writers, each with its own session on addrs
+// and its own paths.
+func startAckedWriters(t *testing.T, addrs []string, n int) *ackedWriters {
+	w := &ackedWriters{acked: map[string]string{}, done: make(chan struct{})}
 	for i := range n {
-		wg.Go(func() {
+		w.wg.Go(func() {
 			c, _, err := zk.Connect(addrs, 4*time.Second, zk.WithLogInfo(false), zk.WithLogger(discardZKLog{}))
 			if err != nil {
 				t.Error(err)
@@ -206,7 +233,7 @@ func TestEnsembleKillLeader(t *testing.T) {
 			defer c.Close()
 			for k := 0; ; k++ {
 				select {
-				case <-stop:
+				case <-w.done:
 					return
 				default:
 				}
@@ -216,34 +243,33 @@ func TestEnsembleKillLeader(t *testing.T) {
 					time.Sleep(20 * time.Millisecond)
 					continue
 				}
-				mu.Lock()
-				acked[path] = value
-				mu.Unlock()
+				w.mu.Lock()
+				w.acked[path] = value
+				w.mu.Unlock()
 			}
 		})
 	}
-	count := func() int { mu.Lock(); defer mu.Unlock(); return len(acked) }
-	deadline := time.Now().Add(30 * time.Second)
-	for count() < 100 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	procs[lead].kill(t)
-	killedAt := time.Now()
-	newLead := awaitLeader(t, addrs, lead)
-	t.Logf("server %d leads %v after server %d was killed", newLead+1, time.Since(killedAt).Round(time.Millisecond), lead+1)
-	before := count()
-	for count() < before+100 && time.Now().Before(deadline.Add(30*time.Second)) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if count() < before+100 {
-		t.Fatalf("only %d writes acknowledged after the leader's loss", count()-before)
-	}
-	e.restart(t, lead)
-	close(stop)
-	wg.Wait()
+	return w
+}
 
-	mu.Lock()
-	defer mu.Unlock()
+// count returns how many writes were acknowledged so far.
+func (w *ackedWriters) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.acked)
+}
+
+// stop stops the writers and returns the acknowledged writes.
+func (w *ackedWriters) stop() map[string]string {
+	close(w.done)
+	w.wg.Wait()
+	return w.acked
+}
+
+// verifyAcked checks that every acknowledged write reads back on every
+// server of addrs, after a sync.
+func verifyAcked(t *testing.T, addrs []string, acked map[string]string) {
+	t.Helper()
 	for i, a := range addrs {
 		c := connectSession(t, a, 4*time.Second)
 		if _, err := c.Sync("/"); err != nil {
@@ -255,8 +281,9 @@ func TestEnsembleKillLeader(t *testing.T) {
 				t.Fatalf("server %d: acknowledged %s=%s reads %q, %v", i+1, path, want, data, err)
 			}
 		}
+		c.Close()
 	}
-	t.Logf("%d acknowledged writes on all %d servers", len(acked), n)
+	t.Logf("%d acknowledged writes on all %d servers", len(acked), len(addrs))
 }
 
 // Kazoo's Lock on an ensemble whose leader is killed: the lock goes on

@@ -73,6 +73,24 @@ type Config struct {
 	// parameters of SecureClientPort and of a unified ClientPort. Their
 	// passwords are secrets.
 	SSL tlsconfig.Settings
+	// SSLQuorum is sslQuorum: a server connects to the other servers of
+	// its ensemble with TLS. PortUnification is portUnification: its peer
+	// port takes plaintext peers beside TLS ones, each connection told
+	// apart by its first byte; with neither the peer port is plaintext
+	// only, with SSLQuorum alone TLS only. QuorumSSL are the
+	// ssl.quorum.* keys that configure it; their passwords are secrets.
+	// QuorumSSL.SkipHostnameVerification is
+	// ssl.quorum.hostnameVerification=false, both ways.
+	SSLQuorum       bool
+	PortUnification bool
+	QuorumSSL       tlsconfig.Settings
+	// QuorumReverseDNS is ssl.quorum.allowReverseDnsLookup: a peer's
+	// certificate may name what a reverse lookup of its address gives
+	// (true by default, as in ZooKeeper).
+	QuorumReverseDNS bool
+	// SSLQuorumReloadCertFiles is sslQuorumReloadCertFiles: the quorum
+	// key and trust stores are read again when their files change.
+	SSLQuorumReloadCertFiles bool
 	// ServerCnxnFactory is serverCnxnFactory, ZooKeeper's choice between
 	// its NIO and Netty connection code, which ZooKeeper needs set to
 	// Netty for TLS. Collie has one implementation; the key is accepted
@@ -274,6 +292,7 @@ func defaults() Config {
 		ContainerCheckInterval:   defaultContainerCheck,
 		ContainerMaxPerMinute:    defaultContainerPerMin,
 		Standalone:               true,
+		QuorumReverseDNS:         true,
 	}
 }
 
@@ -480,7 +499,8 @@ func (p *parser) set(key, value string, line int) {
 	}
 }
 
-// setTLS applies a key of client TLS and reports whether it was one.
+// setTLS applies a key of TLS, on the client port or between servers, and
+// reports whether it was one.
 // ZooKeeper reads these as the Java system properties zookeeper.<key>,
 // which it also makes of zoo.cfg's keys, so both spellings count.
 func (p *parser) setTLS(key, value string) bool {
@@ -503,48 +523,83 @@ func (p *parser) setTLS(key, value string) bool {
 			c.ClientCertReload, err = boolean(key, value)
 		case "serverCnxnFactory":
 			c.ServerCnxnFactory = value
-		case "ssl.keyStore.location":
-			ssl.KeyStore.Location = value
-		case "ssl.keyStore.password":
-			ssl.KeyStore.Password = value
-		case "ssl.keyStore.passwordPath":
-			ssl.KeyStore.PasswordPath = value
-		case "ssl.keyStore.type":
-			ssl.KeyStore.Type, err = storeType(key, value)
-		case "ssl.trustStore.location":
-			ssl.TrustStore.Location = value
-		case "ssl.trustStore.password":
-			ssl.TrustStore.Password = value
-		case "ssl.trustStore.passwordPath":
-			ssl.TrustStore.PasswordPath = value
-		case "ssl.trustStore.type":
-			ssl.TrustStore.Type, err = storeType(key, value)
-		case "ssl.clientAuth":
-			if ssl.ClientAuth, err = tlsconfig.ParseClientAuth(value); err != nil {
-				err = &ValueError{Key: key, Value: value, Problem: "is not none, want or need"}
-			}
-		case "ssl.protocol":
-			ssl.Protocol = value
-		case "ssl.enabledProtocols":
-			ssl.EnabledProtocols = value
-		case "ssl.ciphersuites":
-			ssl.CipherSuites = value
+		case "sslQuorum":
+			c.SSLQuorum, err = boolean(key, value)
+		case "portUnification":
+			c.PortUnification, err = boolean(key, value)
+		case "sslQuorumReloadCertFiles":
+			c.SSLQuorumReloadCertFiles, err = boolean(key, value)
+		case "ssl.quorum.hostnameVerification":
+			var verify bool
+			verify, err = boolean(key, value)
+			c.QuorumSSL.SkipHostnameVerification = !verify
+		case "ssl.quorum.allowReverseDnsLookup":
+			c.QuorumReverseDNS, err = boolean(key, value)
 		case "ssl.hostnameVerification":
 			// ZooKeeper's server never checks a client's host name on
 			// the client port (ClientX509Util), whatever this says.
 			_, err = boolean(key, value)
-		case "ssl.handshakeDetectionTimeoutMillis":
-			// Read by ZooKeeper's quorum sockets only; a unified client
-			// port waits for the first byte within the handshake's bound.
+		case "ssl.handshakeDetectionTimeoutMillis", "ssl.quorum.handshakeDetectionTimeoutMillis":
+			// How long ZooKeeper's unified quorum port waits for a first
+			// byte before it takes a silent connection for plaintext.
+			// Collie's peers always speak first, and a unified port,
+			// client or peer, waits for the first byte within the
+			// handshake's bound.
 			_, err = intIn(key, value, math.MinInt32, math.MaxInt32, "a number of milliseconds")
 		default:
-			return false
+			var known bool
+			if rest, ok := strings.CutPrefix(name, "ssl.quorum."); ok {
+				known, err = setStoreKey(&c.QuorumSSL, key, rest, value)
+			} else if rest, ok := strings.CutPrefix(name, "ssl."); ok {
+				known, err = setStoreKey(ssl, key, rest, value)
+			}
+			if !known {
+				return false
+			}
 		}
 	}
 	if err != nil {
 		p.errs = append(p.errs, err)
 	}
 	return true
+}
+
+// setStoreKey applies a key of TLS settings that the client port (ssl.*)
+// and the peer port (ssl.quorum.*) share: name is the key without that
+// prefix. It reports whether it was one.
+func setStoreKey(ssl *tlsconfig.Settings, key, name, value string) (bool, error) {
+	var err error
+	switch name {
+	case "keyStore.location":
+		ssl.KeyStore.Location = value
+	case "keyStore.password":
+		ssl.KeyStore.Password = value
+	case "keyStore.passwordPath":
+		ssl.KeyStore.PasswordPath = value
+	case "keyStore.type":
+		ssl.KeyStore.Type, err = storeType(key, value)
+	case "trustStore.location":
+		ssl.TrustStore.Location = value
+	case "trustStore.password":
+		ssl.TrustStore.Password = value
+	case "trustStore.passwordPath":
+		ssl.TrustStore.PasswordPath = value
+	case "trustStore.type":
+		ssl.TrustStore.Type, err = storeType(key, value)
+	case "clientAuth":
+		if ssl.ClientAuth, err = tlsconfig.ParseClientAuth(value); err != nil {
+			err = &ValueError{Key: key, Value: value, Problem: "is not none, want or need"}
+		}
+	case "protocol":
+		ssl.Protocol = value
+	case "enabledProtocols":
+		ssl.EnabledProtocols = value
+	case "ciphersuites":
+		ssl.CipherSuites = value
+	default:
+		return false, nil
+	}
+	return true, err
 }
 
 // storeType checks a key or trust store's type; "" infers it from the
@@ -864,6 +919,12 @@ func (c Config) Validate() error {
 	check(c.SecureClientPort == 0 || validPort(c.SecureClientPort), "secureClientPort %d is not a port number (1-65535)", c.SecureClientPort)
 	check(c.SecureClientPort == 0 || c.ClientPort != c.SecureClientPort || !sameHost(c.ClientPortAddress, c.SecureClientPortAddress),
 		"clientPort and secureClientPort are both %d: they must differ (client.portUnification=true serves TLS on clientPort)", c.ClientPort)
+	if c.QuorumTLS() {
+		check(c.QuorumSSL.KeyStore.Location != "", "ssl.quorum.keyStore.location is not set: sslQuorum=true and portUnification=true need each server's key and certificate")
+		if err := c.QuorumSSL.Check(); err != nil {
+			errs = append(errs, fmt.Errorf("ssl.quorum.*: %w", err))
+		}
+	}
 	if c.ServesTLS() {
 		check(c.SSL.KeyStore.Location != "", "ssl.keyStore.location is not set: TLS clients need the server's key and certificate")
 		if err := c.SSL.Check(); err != nil {
@@ -955,6 +1016,13 @@ func validPort(p int) bool { return p >= 1 && p <= 65535 }
 // sameHost reports whether two listen addresses may be the same one.
 func sameHost(a, b string) bool {
 	return a == b || isWildcard(a) || isWildcard(b)
+}
+
+// QuorumTLS reports whether the servers of an ensemble use TLS between
+// them, in one direction at least: sslQuorum or portUnification is true.
+// A standalone server has no peers, and ignores them as ZooKeeper does.
+func (c Config) QuorumTLS() bool {
+	return !c.Standalone && (c.SSLQuorum || c.PortUnification)
 }
 
 // ServesTLS reports whether the server has a TLS client listener: a

@@ -57,6 +57,7 @@ func TestDefault(t *testing.T) {
 		ContainerCheckInterval:   time.Minute,
 		ContainerMaxPerMinute:    10000,
 		Standalone:               true,
+		QuorumReverseDNS:         true,
 	}
 	checkConfig(t, Default(), want)
 	if err := Default().Validate(); err != nil {
@@ -161,6 +162,7 @@ standaloneEnabled=true
 		ContainerCheckInterval:   1500 * time.Millisecond,
 		ContainerMaxPerMinute:    600,
 		Standalone:               true,
+		QuorumReverseDNS:         true,
 	}
 	got := mustParse(t, text)
 	checkConfig(t, got, want)

@@ -114,23 +114,117 @@ func TestLoadMasksSecretsOfInitialConfiguration(t *testing.T) {
 	writeFiles(t, dir, map[string]string{"zoo.cfg": "# TLS\ndataDir=" + dir + "\nclientPort=2181\n" +
 		"secureClientPort=2281\nssl.keyStore.location=/k.p12\nssl.keyStore.password=key-secret\n" +
 		"zookeeper.ssl.trustStore.password = trust\\\n  -secret\nssl.trustStore.passwordPath=/etc/zk/pw\n" +
+		"ssl.quorum.keyStore.password=quorum-secret\n" +
 		"DigestAuthenticationProvider.superDigest=super:D/InIHSb7yEEbrWz8b9l71RjZJU=\n"})
 	c, err := Load(dir + "/zoo.cfg")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, secret := range []string{"key-secret", "= trust", "-secret", "D/InIHSb7yEEbrWz8b9l71RjZJU="} {
+	for _, secret := range []string{"key-secret", "quorum-secret", "= trust", "-secret", "D/InIHSb7yEEbrWz8b9l71RjZJU="} {
 		if strings.Contains(c.Initial, secret) {
 			t.Errorf("initial configuration shows %q:\n%s", secret, c.Initial)
 		}
 	}
 	for _, kept := range []string{"# TLS\n", "ssl.keyStore.location=/k.p12\n", "ssl.keyStore.password=********\n",
-		"zookeeper.ssl.trustStore.password=********\n", "ssl.trustStore.passwordPath=/etc/zk/pw\n"} {
+		"zookeeper.ssl.trustStore.password=********\n", "ssl.trustStore.passwordPath=/etc/zk/pw\n", "ssl.quorum.keyStore.password=********\n"} {
 		if !strings.Contains(c.Initial, kept) {
 			t.Errorf("initial configuration lacks %q:\n%s", kept, c.Initial)
 		}
 	}
 	if c.SSL.TrustStore.Password != "trust-secret" || c.SSL.KeyStore.Password != "key-secret" {
 		t.Errorf("passwords read %+v", c.SSL)
+	}
+}
+
+func TestParseQuorumTLS(t *testing.T) {
+	for _, prefix := range []string{"", "zookeeper."} {
+		c := mustParse(t, `dataDir=/d
+clientPort=2181
+server.1=10.0.0.1:2888:3888
+server.2=10.0.0.2:2888:3888
+`+prefix+`sslQuorum=true
+`+prefix+`portUnification=true
+`+prefix+`sslQuorumReloadCertFiles=true
+`+prefix+`ssl.quorum.keyStore.location=/etc/zk/quorum.jks
+`+prefix+`ssl.quorum.keyStore.password=q-secret
+`+prefix+`ssl.quorum.keyStore.type=JKS
+`+prefix+`ssl.quorum.trustStore.location=/etc/zk/quorum-trust.pem
+`+prefix+`ssl.quorum.trustStore.passwordPath=/etc/zk/qpw
+`+prefix+`ssl.quorum.trustStore.type=PEM
+`+prefix+`ssl.quorum.clientAuth=none
+`+prefix+`ssl.quorum.protocol=TLSv1.3
+`+prefix+`ssl.quorum.enabledProtocols=TLSv1.3
+`+prefix+`ssl.quorum.ciphersuites=TLS_AES_256_GCM_SHA384
+`+prefix+`ssl.quorum.hostnameVerification=false
+`+prefix+`ssl.quorum.allowReverseDnsLookup=false
+`+prefix+`ssl.quorum.handshakeDetectionTimeoutMillis=3000
+`+prefix+`ssl.keyStore.location=/etc/zk/client.jks
+`)
+		if len(c.Unknown) != 0 {
+			t.Errorf("%sUnknown = %q", prefix, c.Unknown)
+		}
+		want := tlsconfig.Settings{
+			KeyStore:                 tlsconfig.Store{Location: "/etc/zk/quorum.jks", Password: "q-secret", Type: "JKS"},
+			TrustStore:               tlsconfig.Store{Location: "/etc/zk/quorum-trust.pem", PasswordPath: "/etc/zk/qpw", Type: "PEM"},
+			ClientAuth:               tlsconfig.NoClientAuth,
+			Protocol:                 "TLSv1.3",
+			EnabledProtocols:         "TLSv1.3",
+			CipherSuites:             "TLS_AES_256_GCM_SHA384",
+			SkipHostnameVerification: true,
+		}
+		if c.QuorumSSL != want {
+			t.Errorf("%sQuorumSSL = %+v\nwant %+v", prefix, c.QuorumSSL, want)
+		}
+		// The client port's keys stay its own.
+		if c.SSL != (tlsconfig.Settings{KeyStore: tlsconfig.Store{Location: "/etc/zk/client.jks"}}) {
+			t.Errorf("%sSSL = %+v", prefix, c.SSL)
+		}
+		if !c.SSLQuorum || !c.PortUnification || !c.SSLQuorumReloadCertFiles || c.QuorumReverseDNS || !c.QuorumTLS() {
+			t.Errorf("%sswitches: sslQuorum %v, portUnification %v, reload %v, reverse DNS %v", prefix, c.SSLQuorum, c.PortUnification, c.SSLQuorumReloadCertFiles, c.QuorumReverseDNS)
+		}
+		c, err := c.ForServer(1)
+		if err == nil {
+			err = c.Validate()
+		}
+		if err != nil {
+			t.Errorf("%sValidate: %v", prefix, err)
+		}
+	}
+}
+
+func TestValidateQuorumTLS(t *testing.T) {
+	const ensemble = "clientPort=2181\nserver.1=10.0.0.1:2888:3888\nserver.2=10.0.0.2:2888:3888\n"
+	tests := []struct {
+		text, wantErr string
+	}{
+		{ensemble + "sslQuorum=true\nssl.quorum.keyStore.location=/q.pem", ""},
+		{ensemble + "sslQuorum=false\nportUnification=false", ""},
+		// The first step of the rolling switch accepts TLS peers already.
+		{ensemble + "portUnification=true", "ssl.quorum.keyStore.location is not set"},
+		{ensemble + "sslQuorum=true\nssl.keyStore.location=/k.pem", "ssl.quorum.keyStore.location is not set"},
+		{ensemble + "sslQuorum=true\nssl.quorum.keyStore.location=/q.pem\nssl.quorum.protocol=SSLv3", "ssl.quorum.*: ssl.protocol"},
+		// A standalone server has no peers, as in ZooKeeper.
+		{"clientPort=2181\nsslQuorum=true", ""},
+	}
+	for _, tt := range tests {
+		c, err := Parse([]byte("dataDir=/d\n" + tt.text))
+		if err == nil && !c.Standalone {
+			c, err = c.ForServer(1)
+		}
+		if err == nil {
+			err = c.Validate()
+		}
+		if got := errString(err); (tt.wantErr == "") != (got == "") || !strings.Contains(got, tt.wantErr) {
+			t.Errorf("%q: error %q, want one containing %q", tt.text, got, tt.wantErr)
+		}
+	}
+	for _, line := range []string{"sslQuorum=yes", "portUnification=1", "sslQuorumReloadCertFiles=on",
+		"ssl.quorum.clientAuth=required", "ssl.quorum.keyStore.type=BKS", "ssl.quorum.hostnameVerification=no",
+		"ssl.quorum.allowReverseDnsLookup=no", "ssl.quorum.handshakeDetectionTimeoutMillis=soon"} {
+		if _, err := Parse([]byte("dataDir=/d\n" + ensemble + line)); err == nil {
+			t.Errorf("Parse(%q) succeeded", line)
+		} else if strings.Contains(err.Error(), "does not implement") {
+			t.Errorf("Parse(%q) = %v, want a value error", line, err)
+		}
 	}
 }

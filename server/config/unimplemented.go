@@ -133,32 +133,39 @@ func integer(v string) (int64, bool) {
 //     has no reconfig and refuses multi-address server lines itself.
 var unimplemented = []unimplementedFeature{
 	{
-		// Collie serves TLS on the client port (see parser.setTLS). These
-		// keys check revocation or replace the way ZooKeeper builds its
-		// TLS context; client.secure is a client's
-		// switch, sometimes copied into zoo.cfg. Other ssl.* keys are
-		// ones Collie does not know, which may ask for more.
+		// Collie serves TLS on the client port and between servers (see
+		// parser.setTLS). These keys check revocation or replace the way
+		// ZooKeeper builds its TLS context; client.secure is a client's
+		// switch, sometimes copied into zoo.cfg. Other ssl.* and
+		// ssl.quorum.* keys are ones Collie does not know, which may ask
+		// for more.
 		name: "a TLS setting Collie does not implement",
 		keys: []refusal{
 			{"client.secure", offFalse},
 			{"ssl.crl", offFalse},
 			{"ssl.ocsp", offFalse},
 			{"ssl.context.supplier.class", nil},
+			{"ssl.quorum.crl", offFalse},
+			{"ssl.quorum.ocsp", offFalse},
+			{"ssl.quorum.context.supplier.class", nil},
 			{"ssl.*", nil},
 		},
 	},
 	{
-		// QuorumX509Util's "zookeeper.ssl.quorum." keys also serve the
-		// admin server's HTTPS.
-		name: "TLS between servers",
+		// Collie implements these switches under ZooKeeper's spelling
+		// (parser.setTLS), which is all that reaches the parser; any
+		// other case of them, which ZooKeeper would ignore, still says
+		// that TLS between servers was wanted.
+		name: "TLS between servers under a spelling ZooKeeper does not read (sslQuorum, portUnification, sslQuorumReloadCertFiles)",
 		keys: []refusal{
 			{"sslQuorum", offFalse},
 			{"sslQuorumReloadCertFiles", offFalse},
-			{"portUnification", offFalse}, // the quorum port's TLS-or-plaintext mode
-			{"ssl.quorum.*", nil},
+			{"portUnification", offFalse},
 		},
 	},
 	{
+		// ZooKeeper's admin server takes its key and trust stores from
+		// the ssl.quorum.* keys, which Collie uses between servers only.
 		name: "HTTPS on the admin port",
 		keys: []refusal{
 			{"admin.forceHttps", offFalse},

@@ -27,6 +27,10 @@ func bothSpellings(key string) []string {
 	return []string{key, "zookeeper." + key}
 }
 
+// misspelledQuorumTLS is what a case of sslQuorum and its kin other than
+// ZooKeeper's asks for.
+const misspelledQuorumTLS = "TLS between servers under a spelling ZooKeeper does not read (sslQuorum, portUnification, sslQuorumReloadCertFiles)"
+
 func TestParseRefusesKeysAskingForUnimplementedSecurity(t *testing.T) {
 	tests := []struct {
 		key, value string
@@ -39,11 +43,13 @@ func TestParseRefusesKeysAskingForUnimplementedSecurity(t *testing.T) {
 		{"ssl.sslProvider", "OPENSSL", "a TLS setting Collie does not implement"},
 		{"ssl.authProvider", "x509", "x509 client certificates"},
 		{"ssl.clientCertIdType", "SAN", "x509 client certificates"},
-		{"sslQuorum", "true", "TLS between servers"},
-		{"sslQuorumReloadCertFiles", "true", "TLS between servers"},
-		{"portUnification", "true", "TLS between servers"},
-		{"ssl.quorum.keyStore.location", "/etc/zookeeper/quorum.jks", "TLS between servers"},
-		{"ssl.quorum.hostnameVerification", "false", "TLS between servers"},
+		{"ssl.quorum.crl", "true", "a TLS setting Collie does not implement"},
+		{"ssl.quorum.ocsp", "true", "a TLS setting Collie does not implement"},
+		{"ssl.quorum.context.supplier.class", "com.example.Supplier", "a TLS setting Collie does not implement"},
+		{"ssl.quorum.sslProvider", "OPENSSL", "a TLS setting Collie does not implement"},
+		{"SSLQUORUM", "true", misspelledQuorumTLS},
+		{"sslquorumreloadcertfiles", "true", misspelledQuorumTLS},
+		{"PortUnification", "true", misspelledQuorumTLS},
 		{"admin.forceHttps", "true", "HTTPS on the admin port"},
 		{"admin.portUnification", "true", "HTTPS on the admin port"},
 		{"admin.needClientAuth", "true", "HTTPS on the admin port"},
@@ -110,10 +116,12 @@ func TestParseAcceptsSwitchesThatAreOff(t *testing.T) {
 		"client.secure=false",
 		"ssl.crl=false",
 		"ssl.ocsp=false",
-		"sslQuorum=false",
-		"sslQuorum=FALSE",
-		"sslQuorumReloadCertFiles=false",
-		"portUnification=false",
+		"ssl.quorum.crl=false",
+		"ssl.quorum.ocsp=false",
+		"SSLQUORUM=false",
+		"sslquorum=FALSE",
+		"sslQuorumreloadCertFiles=false",
+		"PORTUNIFICATION=false",
 		"admin.forceHttps=false",
 		"admin.portUnification=false",
 		"admin.needClientAuth=false",
@@ -152,8 +160,8 @@ func TestParseAcceptsSwitchesThatAreOff(t *testing.T) {
 // for some): Collie cannot tell what was meant.
 func TestParseRefusesSwitchesThatAreNotPlainlyOff(t *testing.T) {
 	lines := []string{
-		"sslQuorum=yes",
-		"sslQuorum=",
+		"SSLQuorum=yes",
+		"SSLQuorum=",
 		"ssl.crl=yes",
 		"maxCnxns=unlimited",
 		"DigestAuthenticationProvider.enabled=yes",
@@ -212,9 +220,9 @@ func TestParseWarnsAboutKeysThatPromiseNothing(t *testing.T) {
 
 func TestParseReportsEveryNotImplementedKeyAtOnce(t *testing.T) {
 	text := `dataDir=/d
-sslQuorum=true
+SSLQuorum=true
 tickTime=fast
-ssl.quorum.keyStore.location=/etc/zookeeper/keystore.jks
+ssl.quorum.context.supplier.class=com.example.Supplier
 ssl.quorum.keyStore.password=hunter2
 ssl.crl=false
 authProvider.1=org.apache.zookeeper.server.auth.X509AuthenticationProvider
@@ -224,9 +232,8 @@ zookeeper.enforceQuota=true
 	_, err := Parse([]byte(text))
 	want := `tickTime: "fast" is not a positive number of milliseconds
 Collie does not implement yet what these keys ask for, and will not start without it:
-	line 2: sslQuorum=true asks for TLS between servers (false turns it off)
-	line 4: ssl.quorum.keyStore.location asks for TLS between servers
-	line 5: ssl.quorum.keyStore.password asks for TLS between servers
+	line 2: SSLQuorum=true asks for ` + misspelledQuorumTLS + ` (false turns it off)
+	line 4: ssl.quorum.context.supplier.class asks for a TLS setting Collie does not implement
 	line 7: authProvider.1=org.apache.zookeeper.server.auth.X509AuthenticationProvider asks for an authentication provider Collie does not have (DigestAuthenticationProvider, IPAuthenticationProvider and SASLAuthenticationProvider are accepted)
 	line 9: zookeeper.enforceQuota=true asks for quota enforcement (false turns it off)
 remove these keys to run without what they ask for, or keep running ZooKeeper until Collie implements it`
@@ -245,12 +252,12 @@ remove these keys to run without what they ask for, or keep running ZooKeeper un
 
 // A key given twice takes its last value, for these keys as for others.
 func TestParseNotImplementedLastValueWins(t *testing.T) {
-	if c, err := Parse([]byte("dataDir=/d\nsslQuorum=true\nsslQuorum=false\n")); err != nil || !slices.Equal(c.Unknown, []string{"sslQuorum"}) {
-		t.Errorf("sslQuorum on, then off: Unknown %q, %v", c.Unknown, err)
+	if c, err := Parse([]byte("dataDir=/d\nenforceQuota=true\nenforceQuota=false\n")); err != nil || !slices.Equal(c.Unknown, []string{"enforceQuota"}) {
+		t.Errorf("enforceQuota on, then off: Unknown %q, %v", c.Unknown, err)
 	}
-	keys := notImplementedKeys(t, "sslQuorum=false\nsslQuorum=true\n")
+	keys := notImplementedKeys(t, "enforceQuota=false\nenforceQuota=true\n")
 	if len(keys) != 1 || keys[0].Line != 3 || keys[0].Value != "true" {
-		t.Errorf("sslQuorum off, then on: refused %+v, want line 3", keys)
+		t.Errorf("enforceQuota off, then on: refused %+v, want line 3", keys)
 	}
 }
 
@@ -270,10 +277,10 @@ func TestParseNotImplementedIgnoresCase(t *testing.T) {
 func TestLoadNamesFileAndLineOfNotImplementedKey(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "zoo.cfg")
-	writeFiles(t, dir, map[string]string{"zoo.cfg": "# TLS between servers\ndataDir=" + dir + "\nclientPort=2181\nsslQuorum=true\n"})
+	writeFiles(t, dir, map[string]string{"zoo.cfg": "# quotas\ndataDir=" + dir + "\nclientPort=2181\nenforceQuota=true\n"})
 	_, err := Load(cfg)
 	want := "config: " + cfg + ": Collie does not implement yet what these keys ask for, and will not start without it:\n" +
-		"\tline 4: sslQuorum=true asks for TLS between servers (false turns it off)\n"
+		"\tline 4: enforceQuota=true asks for quota enforcement (false turns it off)\n"
 	var ni *NotImplementedError
 	if !errors.As(err, &ni) || !strings.HasPrefix(errString(err), want) {
 		t.Errorf("Load error\n got %v\nwant %s...", err, want)

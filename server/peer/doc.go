@@ -89,7 +89,9 @@
 // the connection, and the status says why: 1 unsupported version, 3 the
 // receiver has another id, 4 the sender is not one of its peers, 5 unknown
 // kind, 6 Config.Admit refused the sender's description, for the reason
-// given, 8 the sender is refused for authentication, for the reason given
+// given, 8 the sender is refused for authentication, for the reason given,
+// 9 the receiver takes TLS peers only and the sender spoke plaintext, 10
+// the sender's TLS certificate does not name it, for the reason given
 // (status 2, a wrong cluster id, is no longer sent). The dialler then
 // judges the receiver's description with Admit too, and closes the
 // connection if it refuses: nothing passes between two servers unless
@@ -157,6 +159,27 @@
 // StoreSnapshot the receiver puts the data back into Snapshot.Data and
 // calls Raft; its buffer grows only as bytes arrive, so a length announced
 // and not sent costs nothing. Either way it then answers one byte, 0.
+//
+// # TLS
+//
+// With Config.TLS, all of the above may travel inside TLS: the dialler
+// begins with a TLS handshake when TLS.Dial says so, and the receiver
+// tells a TLS connection from a plaintext one by its first byte, 0x16 for
+// a TLS handshake record ('C' begins a hello). It takes either kind, or
+// only TLS unless TLS.AcceptPlaintext, as ZooKeeper's sslQuorum and
+// portUnification decide; so an ensemble moves from plaintext to TLS
+// without stopping: first every server accepts both, then each dials
+// with TLS, then each refuses plaintext. Both sides show certificates
+// (unless the receiver's ClientAuth asks for none) that must chain to the
+// other's trust store, and with TLS.VerifyName each checks that the
+// other's certificate names it: the address of the connection or the host
+// of its configured address (tlsconfig.VerifyName). The receiver knows
+// which server claims to be dialling only from the hello, so it checks
+// the name after reading it and answers status 8 with what the
+// certificate names. A failed handshake is logged on both sides with a
+// reason an operator can act on (unknown CA, expired, name mismatch,
+// plaintext peer on a TLS-only port), at Warn once a minute per peer host
+// and reason, at Debug in between.
 //
 // Anything else (a frame over its limit, an unknown kind, a message that
 // does not decode or is misaddressed, a stalled handshake) closes that one

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"sync"
@@ -54,6 +55,8 @@ type peer struct {
 	// connected is set while the stream connection is up: Send drops at
 	// once otherwise, rather than fill the queue for a peer that is down.
 	connected atomic.Bool
+	// secure is set while the stream connection is up and TLS.
+	secure atomic.Bool
 	// cutOut drops every message to the peer, cutIn every message from
 	// it (Transport.Cut, CutSends).
 	cutOut, cutIn atomic.Bool
@@ -197,6 +200,7 @@ func (p *peer) stats() PeerStats {
 		ID:                p.id,
 		Addr:              p.address(),
 		Connected:         p.connected.Load(),
+		TLS:               p.secure.Load(),
 		Inbound:           p.in.active(),
 		Queued:            len(p.queue),
 		Sent:              p.sent.Load(),
@@ -259,12 +263,12 @@ func (p *peer) runStream() {
 			}
 			// A peer that is down is retried every MaxBackoff: say so
 			// once, not every time.
+			level := slog.LevelDebug
 			if s := err.Error(); s != lastErr {
 				lastErr = s
-				log.Warn(msg, "addr", addr, "err", err)
-			} else {
-				log.Debug(msg, "addr", addr, "err", err)
+				level = slog.LevelWarn
 			}
+			log.Log(p.ctx, level, msg, "addr", addr, "reason", failureReason(err), "err", err)
 			if !p.pause(&b) {
 				return
 			}
@@ -273,8 +277,10 @@ func (p *peer) runStream() {
 		b.reset()
 		lastErr = ""
 		p.trusted.Store(true)
-		log.Info("connected to peer", "addr", addr)
+		log.Info("connected to peer", "addr", addr, "tls", isTLS(conn))
+		p.secure.Store(isTLS(conn))
 		err = p.stream(conn)
+		p.secure.Store(false)
 		stop()
 		conn.Close()
 		if p.ctx.Err() != nil {
@@ -413,20 +419,24 @@ func (p *peer) encode(b []byte, o *outgoing) ([]byte, error) {
 // closed when the peer is stopped until stop is called.
 func (p *peer) dial(addr string, kind connKind) (conn net.Conn, stop func() bool, err error) {
 	cfg := &p.t.cfg
-	d := net.Dialer{Timeout: cfg.HandshakeTimeout, KeepAliveConfig: keepAlive}
-	conn, err = d.DialContext(p.ctx, "tcp", addr)
+	d := net.Dialer{Timeout: cfg.HandshakeTimeout, KeepAliveConfig: keepAlive, LocalAddr: p.t.localAddr}
+	raw, err := d.DialContext(p.ctx, "tcp", addr)
 	if err != nil {
 		return nil, nil, err
 	}
-	// The closures hold c: returning through fail clears conn.
-	c := conn
-	stop = context.AfterFunc(p.ctx, func() { c.Close() })
+	// Closing the TCP connection ends a TLS one at once, whatever it is
+	// doing.
+	stop = context.AfterFunc(p.ctx, func() { raw.Close() })
 	fail := func(err error) (net.Conn, func() bool, error) {
 		stop()
-		c.Close()
+		raw.Close()
 		return nil, nil, err
 	}
-	if err := conn.SetDeadline(time.Now().Add(cfg.HandshakeTimeout)); err != nil {
+	if err := raw.SetDeadline(time.Now().Add(cfg.HandshakeTimeout)); err != nil {
+		return fail(err)
+	}
+	conn, err = p.secureOutgoing(raw, addr)
+	if err != nil {
 		return fail(err)
 	}
 	h := hello{version: wireVersion, kind: kind, from: cfg.ID, to: p.id}
@@ -479,6 +489,9 @@ func (p *peer) dial(addr string, kind connKind) (conn net.Conn, stop func() bool
 			cfg.Refused(p.id, refusal)
 		}
 		return fail(refusal)
+	}
+	if r.status == statusBadName && refusal != nil {
+		return fail(fmt.Errorf("%w: %s", ErrBadName, refusal.Reason))
 	}
 	if err := r.status.err(); err != nil {
 		return fail(err)

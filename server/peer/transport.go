@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -110,6 +111,11 @@ type Config struct {
 	// the transport's goroutines; nil ignores it.
 	Lost func(id uint64)
 
+	// TLS, when set, secures the connections between servers (see
+	// TLS); nil keeps them all plaintext, and a peer that begins a TLS
+	// handshake is refused.
+	TLS *TLS
+
 	Logger *slog.Logger
 
 	// MaxFrame bounds every frame but the data of a snapshot, in both
@@ -143,6 +149,13 @@ type Transport struct {
 	cfg Config
 	log *slog.Logger
 	ln  net.Listener
+	// localAddr is the address connections to peers come from: the
+	// listener's, when it listens on one address, so that peers see this
+	// server at the address its server.N line gives (their logs name it,
+	// and a certificate for it passes their name check) rather than at
+	// whatever address routing picks, 127.0.0.1 for every loopback
+	// address. Nil when listening on all addresses.
+	localAddr net.Addr
 
 	// ctx ends at Close; every connection and goroutine hangs off it.
 	ctx    context.Context
@@ -174,6 +187,9 @@ func New(cfg Config) (*Transport, error) {
 	}
 	if cfg.Raft == nil {
 		return nil, errors.New("peer: Raft handler is required")
+	}
+	if cfg.TLS != nil && cfg.TLS.Config == nil {
+		return nil, errors.New("peer: TLS.Config is required")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -218,6 +234,9 @@ func New(cfg Config) (*Transport, error) {
 		return nil, fmt.Errorf("peer: listen: %w", err)
 	}
 	t.ln = ln
+	if a, ok := ln.Addr().(*net.TCPAddr); ok && !a.IP.IsUnspecified() {
+		t.localAddr = &net.TCPAddr{IP: a.IP, Zone: a.Zone}
+	}
 	return t, nil
 }
 
@@ -455,6 +474,8 @@ type PeerStats struct {
 	// Connected is whether the connection to the peer is up; Inbound,
 	// whether the peer's connection to this server is.
 	Connected, Inbound bool
+	// TLS is whether the connection to the peer is TLS.
+	TLS bool
 	// Queued is the number of messages waiting to be sent.
 	Queued int
 	// Message and byte counts; bytes count whole frames.
@@ -506,39 +527,41 @@ func (t *Transport) accept() {
 
 // serve handles one incoming connection: the handshake, then frames until
 // the connection ends.
-func (t *Transport) serve(conn net.Conn) {
-	defer conn.Close()
-	stop := context.AfterFunc(t.ctx, func() { conn.Close() })
+func (t *Transport) serve(raw net.Conn) {
+	// Closing the TCP connection ends a TLS one at once, without the
+	// close_notify alert a TLS Close would try to write.
+	defer raw.Close()
+	stop := context.AfterFunc(t.ctx, func() { raw.Close() })
 	defer stop()
-	remote := conn.RemoteAddr().String()
-	p, kind, err := t.handshake(conn)
+	remote := raw.RemoteAddr().String()
+	p, kind, conn, err := t.accepted(raw)
 	if err != nil {
 		if t.ctx.Err() == nil {
 			t.rejected.Add(1)
 			// A refused peer redials every MaxBackoff: say why once a
 			// minute, not every time.
-			if t.refusals.fresh(err.Error(), time.Now()) {
-				t.log.Warn("peer connection refused", "addr", remote, "err", err)
-			} else {
-				t.log.Debug("peer connection refused", "addr", remote, "err", err)
+			level := slog.LevelDebug
+			if t.refusals.fresh(logKey(remote, err), time.Now()) {
+				level = slog.LevelWarn
 			}
+			t.log.Log(t.ctx, level, "peer connection refused", "addr", remote, "reason", failureReason(err), "err", err)
 		}
 		return
 	}
 	// Removing the peer ends its connections.
-	stopPeer := context.AfterFunc(p.ctx, func() { conn.Close() })
+	stopPeer := context.AfterFunc(p.ctx, func() { raw.Close() })
 	defer stopPeer()
 	log := t.log.With("peer", p.id, "addr", remote)
 	br := bufio.NewReaderSize(conn, 64<<10)
 	fr := &frameReader{br: br, conn: conn, timeout: t.cfg.IOTimeout, maxFrame: t.cfg.MaxFrame}
 	switch kind {
 	case kindStream:
-		release := p.in.claim(conn)
+		release := p.in.claim(raw)
 		defer release()
-		log.Info("peer connected to this server")
+		log.Info("peer connected to this server", "tls", isTLS(conn))
 		err = t.readStream(p, fr)
 	case kindSnapshot:
-		release := p.inSnap.claim(conn)
+		release := p.inSnap.claim(raw)
 		defer release()
 		err = t.readSnapshot(p, fr, conn)
 	}
@@ -585,11 +608,24 @@ func (t *Transport) describe() []byte {
 // Config.Admit.
 var errRefusedPeer = errors.New("this server refused the peer")
 
-// handshake reads the hello of an incoming connection and answers it.
-func (t *Transport) handshake(conn net.Conn) (*peer, connKind, error) {
+// accepted makes the handshakes of an incoming connection, TLS's if it
+// begins one and then the hello's, and returns the connection to read
+// frames from.
+func (t *Transport) accepted(conn net.Conn) (*peer, connKind, net.Conn, error) {
 	if err := conn.SetDeadline(time.Now().Add(t.cfg.HandshakeTimeout)); err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
+	conn, tc, err := t.secureIncoming(conn)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	p, kind, err := t.handshake(conn, tc)
+	return p, kind, conn, err
+}
+
+// handshake reads the hello of an incoming connection and answers it; tc
+// is the connection's TLS, nil for a plaintext one.
+func (t *Transport) handshake(conn net.Conn, tc *tls.Conn) (*peer, connKind, error) {
 	var b [helloSize]byte
 	if _, err := io.ReadFull(conn, b[:]); err != nil {
 		return nil, 0, fmt.Errorf("%w: handshake: %w", errProtocol, err)
@@ -614,13 +650,22 @@ func (t *Transport) handshake(conn net.Conn) (*peer, connKind, error) {
 	p := (*t.peers.Load())[h.from]
 	st := statusAccepted
 	var refusal *Refusal
+	var nameErr error
+	if p != nil && h.to == t.cfg.ID && !t.plaintextRefused(tc) {
+		nameErr = t.verifyIncoming(tc, p)
+	}
 	switch {
+	case t.plaintextRefused(tc):
+		st = statusTLSRequired
 	case h.kind != kindStream && h.kind != kindSnapshot:
 		st = statusBadKind
 	case h.to != t.cfg.ID:
 		st = statusWrongReceiver
 	case p == nil:
 		st = statusUnknownSender
+	case nameErr != nil:
+		st = statusBadName
+		refusal = &Refusal{Reason: nameErr.Error()}
 	}
 	// The dialler authenticates before its description is judged, and
 	// before this server describes itself.
@@ -651,6 +696,10 @@ func (t *Transport) handshake(conn net.Conn) (*peer, connKind, error) {
 	switch {
 	case authErr != nil:
 		return nil, 0, authErr
+	case st == statusTLSRequired:
+		return nil, 0, fmt.Errorf("from %d: %w", h.from, errTLSRequired)
+	case st == statusBadName:
+		return nil, 0, fmt.Errorf("from %d: %w", h.from, nameErr)
 	case refusal != nil:
 		return nil, 0, fmt.Errorf("from %d: %w: %w", h.from, errRefusedPeer, refusal)
 	case st != statusAccepted:

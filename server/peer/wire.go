@@ -83,6 +83,12 @@ const (
 	// statusUnauthenticated: the receiver refuses the sender for
 	// authentication (Config.Auth); the reply's refusal says why.
 	statusUnauthenticated status = 8
+	// statusTLSRequired: the receiver takes TLS peers only, and the
+	// sender spoke plaintext.
+	statusTLSRequired status = 9
+	// statusBadName: the sender's certificate does not name it; the
+	// reply's refusal says what it names.
+	statusBadName status = 10
 )
 
 // Errors a sender gets when the receiver refuses its handshake. They say
@@ -94,6 +100,12 @@ var (
 	ErrWrongReceiver = errors.New("peer: refused: the server at that address has another id")
 	ErrUnknownSender = errors.New("peer: refused: this server is not one of the receiver's peers")
 	ErrBadKind       = errors.New("peer: refused: unknown connection kind")
+	// ErrTLSRequired: the receiver takes TLS peers only (sslQuorum=true,
+	// portUnification=false there), and this server dialled in plaintext.
+	ErrTLSRequired = errors.New("peer: refused: the peer takes TLS connections only")
+	// ErrBadName: the receiver found that this server's certificate does
+	// not name this server's address.
+	ErrBadName = errors.New("peer: refused: the peer says this server's certificate does not name it")
 	// ErrRefused is matched by the *Refusal a receiver sends.
 	ErrRefused = errors.New("peer: refused")
 )
@@ -131,6 +143,10 @@ func (s status) err() error {
 		return ErrUnauthenticated
 	case statusAuthenticate:
 		return fmt.Errorf("%w: an authentication exchange the sender did not ask for", errProtocol)
+	case statusTLSRequired:
+		return ErrTLSRequired
+	case statusBadName:
+		return ErrBadName
 	}
 	return fmt.Errorf("%w: unknown refusal %d", errProtocol, uint8(s))
 }

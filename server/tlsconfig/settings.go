@@ -277,15 +277,7 @@ func SkipHostnameVerification(c *tls.Config) {
 	c.InsecureSkipVerify = true
 	roots := c.RootCAs
 	c.VerifyConnection = func(cs tls.ConnectionState) error {
-		if len(cs.PeerCertificates) == 0 {
-			return errors.New("tls: the server sent no certificate")
-		}
-		opts := x509.VerifyOptions{Roots: roots, Intermediates: x509.NewCertPool()}
-		for _, ic := range cs.PeerCertificates[1:] {
-			opts.Intermediates.AddCert(ic)
-		}
-		_, err := cs.PeerCertificates[0].Verify(opts)
-		return err
+		return verifyChain(cs.PeerCertificates, roots, x509.ExtKeyUsageServerAuth)
 	}
 }
 

@@ -3,12 +3,16 @@
 // ssl.trustStore.* keys name, in the formats ZooKeeper 3.8 reads (PEM,
 // PKCS12 and JKS), and its ssl.clientAuth, ssl.protocol,
 // ssl.enabledProtocols and ssl.ciphersuites, as its X509Util,
-// KeyStoreFileType and SSLContextAndOptions interpret them. A Reloader
-// keeps a server's configuration in step with its files, as ZooKeeper does
-// with client.certReload.
+// KeyStoreFileType and SSLContextAndOptions interpret them. The
+// ssl.quorum.* keys between servers are the same settings: DialConfig
+// makes the connecting side's configuration from the receiving side's,
+// and VerifyName checks a server's name as ZooKeeper's ZKTrustManager
+// does. A Reloader keeps a server's configuration in step with its files,
+// as ZooKeeper does with client.certReload and sslQuorumReloadCertFiles.
 //
-// The package reads files (LoadKeyStore, LoadTrustStore, Reloader) but
-// opens no sockets.
+// The package reads files (LoadKeyStore, LoadTrustStore, Reloader) and
+// may make a reverse DNS lookup (VerifyName), but dials and serves no
+// connection.
 package tlsconfig
 
 import (
