@@ -317,3 +317,57 @@ func plaintextHelloStatus(t *testing.T, addr string) byte {
 	}
 	return r[6]
 }
+
+// TLS and SASL between servers together, as shops that turned on both in
+// ZooKeeper run them: three servers serve writes, and a server whose
+// certificate is good but whose QuorumLearner password is wrong is
+// refused all the same, while the others serve on.
+func TestQuorumTLSWithSASL(t *testing.T) {
+	tlstest.Require(t)
+	ca := tlstest.NewAuthority(t, "quorum-ca")
+	e := newQuorumEnsemble(t, 3, false)
+	lines := func(i int) []string {
+		id := ca.Issue(fmt.Sprintf("server%d", i+1), tlstest.Options{SAN: "IP:" + e.hosts[i]})
+		return slices.Concat([]string{
+			"sslQuorum=true",
+			"quorum.auth.enableSasl=true",
+			"quorum.auth.learnerRequireSasl=true",
+			"quorum.auth.serverRequireSasl=true",
+			"java.security.auth.login.config=" + filepath.Join(e.dirs[i], "jaas.conf"),
+		}, quorumTLSLines(id.KeyStore("PKCS12"), ca.TrustStore("PKCS12")))
+	}
+	for i := range 3 {
+		writeJAAS(t, e.dirs[i], quorumPassword)
+		e.configure(t, i, lines(i)...)
+		e.start(t, i)
+	}
+	for i := range 3 {
+		e.serving(t, i)
+	}
+	awaitLeader(t, e.addrs, -1)
+	acked := map[string]string{}
+	for i := range 3 {
+		path := fmt.Sprintf("/both-%d", i)
+		writeNode(t, e.addrs[i], path, "TLS and SASL")
+		acked[path] = "TLS and SASL"
+	}
+	verifyAcked(t, e.addrs, acked)
+
+	e.procs[2].stop(t)
+	writeJAAS(t, e.dirs[2], wrongPassword)
+	e.start(t, 2)
+	for i := range 2 {
+		e.waitLog(t, i, "refused the SASL authentication of server 3")
+	}
+	writeNode(t, e.addrs[0], "/without-3", "x")
+	acked["/without-3"] = "x"
+	if reply, err := fourLetterWord(e.addrs[2], "srvr"); err == nil && strings.HasPrefix(reply, "Zookeeper version: ") {
+		t.Fatalf("server 3 serves with a wrong QuorumLearner password:\n%s", reply)
+	}
+	verifyAcked(t, e.addrs[:2], acked)
+	for i := range 3 {
+		if s := e.logs[i].String(); strings.Contains(s, quorumPassword) || strings.Contains(s, wrongPassword) || strings.Contains(s, tlstest.Password) {
+			t.Errorf("server %d's log shows a password", i+1)
+		}
+	}
+}
