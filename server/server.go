@@ -26,6 +26,7 @@ import (
 	"github.com/collie-io/collie/server/fsm"
 	"github.com/collie-io/collie/server/peer"
 	"github.com/collie-io/collie/server/replication"
+	"github.com/collie-io/collie/server/sasl"
 	"github.com/collie-io/collie/server/session"
 	"github.com/collie-io/collie/server/storage"
 	"github.com/collie-io/collie/server/tlsconfig"
@@ -115,6 +116,10 @@ type Server struct {
 	// serves none. tlsFailures counts the handshakes that failed.
 	tls         *tls.Config
 	tlsFailures atomic.Int64
+	// krb accepts the Kerberos tickets of SASL clients, with a replay
+	// cache that all connections share; nil when the JAAS section has no
+	// Krb5LoginModule.
+	krb *sasl.Acceptor
 	// tlsReloader, with client.certReload, keeps tls in step with the
 	// key and trust store files; nil otherwise.
 	tlsReloader *tlsconfig.Reloader
@@ -174,6 +179,14 @@ func New(cfg config.Config, logger *slog.Logger) (*Server, error) {
 			}
 			s.tls = c
 		}
+	}
+	if k := cfg.SASLKerberos; k != nil {
+		a, err := sasl.NewAcceptor(k.Principal, k.Keytab, k.ClockSkew, time.Now, rand.Reader)
+		if err != nil {
+			return nil, fmt.Errorf("server: Kerberos for SASL clients: %w", err)
+		}
+		s.krb = a
+		logger.Info("SASL clients authenticate with Kerberos (GSSAPI)", "principal", k.Principal, "keytab", k.KeytabFile)
 	}
 	s.tracker = session.NewTracker(cfg.TickTime, s.started)
 	s.ids = session.NewGenerator(cfg.ServerID, s.started)

@@ -1,0 +1,314 @@
+//go:build linux
+
+package zkcompat
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jcmturner/gokrb5/v8/iana/etypeID"
+	"github.com/jcmturner/gokrb5/v8/keytab"
+
+	"github.com/collie-io/collie/client/krb5sasl"
+	"github.com/collie-io/collie/internal/krbtest"
+	"github.com/collie-io/collie/internal/zkref"
+	"github.com/collie-io/collie/internal/zkwire"
+	"github.com/collie-io/collie/proto"
+	"github.com/collie-io/collie/server/config"
+)
+
+// krbRealm is a KDC with the service principal zookeeper/localhost, a JAAS
+// file whose Server section logs the service in from its keytab, and
+// client sections: Client (bob), HostClient (zkcli/localhost),
+// StaleClient (carol, with keys the KDC has since replaced) and
+// UnknownClient (mallory, whom the KDC does not know).
+type krbRealm struct {
+	kdc  *krbtest.KDC
+	jaas string
+	// keytabs of bob and zkcli/localhost, for the Go client.
+	keytabs map[string]string
+}
+
+func newKrbRealm(t *testing.T) *krbRealm {
+	t.Helper()
+	kdc := krbtest.Start(t)
+	r := &krbRealm{kdc: kdc, keytabs: map[string]string{}}
+	service := kdc.Keytab(t, "zookeeper/localhost")
+	for _, p := range []string{"bob", "zkcli/localhost"} {
+		r.keytabs[p] = kdc.Keytab(t, p)
+	}
+	stale := kdc.Keytab(t, "carol")
+	kdc.Keytab(t, "carol")
+	unknown := filepath.Join(t.TempDir(), "mallory.keytab")
+	kt := keytab.New()
+	if err := kt.AddEntry("mallory", krbtest.Realm, "whatever", time.Now(), 1, etypeID.AES256_CTS_HMAC_SHA1_96); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := kt.Marshal()
+	if err := os.WriteFile(unknown, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	section := func(name, keytab, principal string) string {
+		return fmt.Sprintf("%s {\n  com.sun.security.auth.module.Krb5LoginModule required\n  useKeyTab=true\n  keyTab=%q\n  storeKey=true\n  useTicketCache=false\n  principal=%q;\n};\n",
+			name, keytab, principal+"@"+krbtest.Realm)
+	}
+	r.jaas = filepath.Join(t.TempDir(), "jaas.conf")
+	text := section("Server", service, "zookeeper/localhost") +
+		section("Client", r.keytabs["bob"], "bob") +
+		section("HostClient", r.keytabs["zkcli/localhost"], "zkcli/localhost") +
+		section("StaleClient", stale, "carol") +
+		section("UnknownClient", unknown, "mallory")
+	if err := os.WriteFile(r.jaas, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// start runs ZooKeeper 3.8 and Collie with the realm's JAAS file and
+// krb5.conf, the sasl provider, and lines.
+func (r *krbRealm) start(t *testing.T, lines ...[2]string) (zookeeper, collie interopServer) {
+	t.Helper()
+	lines = append([][2]string{{"authProvider.1", config.SASLAuthenticationProvider}}, lines...)
+	return startSASLServersFrom(t, r.jaas, r.kdc.Krb5Conf, lines)
+}
+
+// goClient logs principal in with its keytab.
+func (r *krbRealm) goClient(t *testing.T, principal string) *krb5sasl.Client {
+	t.Helper()
+	cl, err := krb5sasl.NewClient(krb5sasl.Config{Krb5Conf: r.kdc.Krb5Conf, Principal: principal, Keytab: r.keytabs[principal]})
+	if err != nil {
+		t.Fatalf("%v\nKDC log:\n%s", err, r.kdc.Log())
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// krbSession opens a session of addr and authenticates it with the Go
+// client's mechanism; it returns the session and how the exchange ended.
+func krbSession(t *testing.T, addr string, cl *krb5sasl.Client) (*zkwire.Conn, string) {
+	t.Helper()
+	c, err := zkwire.Dial(addr, 10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	m := cl.Mechanism()
+	token, err := m.Start("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		hdr, body, err := c.Call(proto.OpSASL, &proto.GetSASLRequest{Token: token})
+		if err != nil {
+			return c, "closed: " + errors.Unwrap(err).Error()
+		}
+		if hdr.Err != 0 {
+			return c, fmt.Sprintf("err %d", hdr.Err)
+		}
+		var resp proto.SetSASLResponse
+		if err := proto.Unmarshal(body, &resp); err != nil {
+			t.Fatal(err)
+		}
+		if m.Complete() {
+			return c, fmt.Sprintf("authenticated as %s", m.ServicePrincipal())
+		}
+		if token, err = m.Next(resp.Token); err != nil {
+			return c, "client: " + err.Error()
+		}
+	}
+	return c, "no end after 5 rounds"
+}
+
+// sessionIDs returns a session's identities, "scheme:id" each.
+func sessionIDs(t *testing.T, c *zkwire.Conn) []string {
+	t.Helper()
+	var resp proto.WhoAmIResponse
+	if code, err := c.Do(proto.OpWhoAmI, nil, &resp); err != nil || code != 0 {
+		t.Fatalf("whoAmI: %v %v", code, err)
+	}
+	var ids []string
+	for _, ci := range resp.ClientInfo {
+		ids = append(ids, ci.AuthScheme+":"+ci.User)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// TestKerberosJavaClient authenticates ZooKeeper's Java client, through
+// zkCli.sh with a JAAS Client section that logs in from a keytab, against
+// ZooKeeper 3.8 and Collie started from the same JAAS file, krb5.conf
+// and zoo.cfg lines: the same principals get the same identities, and a
+// client with stale keys or a principal the KDC does not know is refused
+// alike.
+func TestKerberosJavaClient(t *testing.T) {
+	requireClientTool(t, zkCliPath, "zookeeper")
+	r := newKrbRealm(t)
+	zookeeper, collie := r.start(t)
+	for _, tt := range []struct {
+		section string
+		want    string // a line both must print
+	}{
+		{"Client", "sasl: bob@" + krbtest.Realm},
+		{"HostClient", "sasl: zkcli/localhost@" + krbtest.Realm},
+		{"StaleClient", "ip: 127.0.0.1"},
+		{"UnknownClient", "ip: 127.0.0.1"},
+	} {
+		t.Run(tt.section, func(t *testing.T) {
+			flags := "-Djava.security.auth.login.config=" + r.jaas + " -Djava.security.krb5.conf=" + r.kdc.Krb5Conf +
+				" -Dzookeeper.sasl.clientconfig=" + tt.section + " -Dzookeeper.sasl.client.username=zookeeper"
+			zkExit, zkOut := runZkCliWithFlags(t, zookeeper.addr, flags, "whoami")
+			colExit, colOut := runZkCliWithFlags(t, collie.addr, flags, "whoami")
+			if !slices.Contains(zkOut, tt.want) {
+				t.Errorf("ZooKeeper: no line %q in\n%s", tt.want, strings.Join(zkOut, "\n"))
+			}
+			if zkExit != colExit || !slices.Equal(zkOut, colOut) {
+				t.Errorf("zkCli.sh whoami differs\nZooKeeper (exit %d):\n%s\nCollie (exit %d):\n%s",
+					zkExit, strings.Join(zkOut, "\n"), colExit, strings.Join(colOut, "\n"))
+			}
+			t.Logf("both (exit %d):\n%s", zkExit, strings.Join(zkOut, "\n"))
+		})
+	}
+}
+
+// TestKerberosPrincipalRules authenticates bob and zkcli/localhost with
+// the Go client against ZooKeeper 3.8 and Collie under each combination
+// of kerberos.removeHostFromPrincipal and removeRealmFromPrincipal, and
+// an auth_to_local rule: the identities, super user status and what a
+// sasl ACL of each identity lets in are the same.
+func TestKerberosPrincipalRules(t *testing.T) {
+	zkref.Require(t, zkref.Available())
+	r := newKrbRealm(t)
+	bob, zkcli := r.goClient(t, "bob"), r.goClient(t, "zkcli/localhost")
+	for _, tt := range []struct {
+		name  string
+		lines [][2]string
+		want  []string // zkcli's identities
+	}{
+		{"defaults", nil, []string{"ip:127.0.0.1", "sasl:zkcli/localhost@" + krbtest.Realm}},
+		{"host removed", [][2]string{{"kerberos.removeHostFromPrincipal", "true"}}, []string{"ip:127.0.0.1", "sasl:zkcli@" + krbtest.Realm}},
+		{"realm removed", [][2]string{{"kerberos.removeRealmFromPrincipal", "true"}}, []string{"ip:127.0.0.1", "sasl:zkcli/localhost"}},
+		{"both removed, zkcli a super user", [][2]string{
+			{"kerberos.removeHostFromPrincipal", "true"}, {"kerberos.removeRealmFromPrincipal", "true"}, {"superUser", "zkcli"},
+		}, []string{"ip:127.0.0.1", "sasl:zkcli", "super:"}},
+		{"auth_to_local renames", [][2]string{
+			{"security.auth_to_local", "RULE:[2:$1](zkcli)s/.*/admin/ DEFAULT"},
+		}, []string{"ip:127.0.0.1", "sasl:admin/localhost@" + krbtest.Realm}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			zookeeper, collie := r.start(t, tt.lines...)
+			var results [][]string
+			for _, addr := range []string{zookeeper.addr, collie.addr} {
+				results = append(results, principalOutcomes(t, addr, bob, zkcli))
+			}
+			if !slices.Equal(results[0], results[1]) {
+				t.Errorf("ZooKeeper:\n%s\nCollie:\n%s", strings.Join(results[0], "\n"), strings.Join(results[1], "\n"))
+			}
+			if got := results[1][1]; got != "zkcli: "+strings.Join(tt.want, " ") {
+				t.Errorf("Collie: %s, want zkcli: %s", got, strings.Join(tt.want, " "))
+			}
+			t.Logf("both:\n%s", strings.Join(results[0], "\n"))
+		})
+	}
+}
+
+// principalOutcomes authenticates bob and zkcli on addr, lists their
+// identities, and has bob create a node only zkcli's sasl identity may
+// read, which each then tries to read.
+func principalOutcomes(t *testing.T, addr string, bob, zkcli *krb5sasl.Client) []string {
+	t.Helper()
+	b, bobAuth := krbSession(t, addr, bob)
+	z, zkcliAuth := krbSession(t, addr, zkcli)
+	bobIDs, zkcliIDs := sessionIDs(t, b), sessionIDs(t, z)
+	out := []string{
+		"bob: " + strings.Join(bobIDs, " ") + " (" + bobAuth + ")",
+		"zkcli: " + strings.Join(zkcliIDs, " "),
+		"zkcli's exchange: " + zkcliAuth,
+	}
+	var id string
+	for _, s := range zkcliIDs {
+		if rest, ok := strings.CutPrefix(s, "sasl:"); ok {
+			id = rest
+		}
+	}
+	code, err := b.Do(proto.OpCreate, &proto.CreateRequest{Path: "/krb", Data: []byte("x"),
+		ACL: []proto.ACL{{Perms: proto.PermAll, ID: proto.ID{Scheme: "sasl", ID: id}}}}, &proto.CreateResponse{})
+	out = append(out, fmt.Sprintf("bob creates /krb for sasl:%s: %v %v", id, code, err))
+	for _, s := range []struct {
+		name string
+		c    *zkwire.Conn
+	}{{"bob", b}, {"zkcli", z}} {
+		code, err := s.c.Do(proto.OpGetData, &proto.GetDataRequest{Path: "/krb"}, &proto.GetDataResponse{})
+		out = append(out, fmt.Sprintf("%s reads /krb: %v %v", s.name, code, err))
+	}
+	return out
+}
+
+// TestKerberosGoClient authenticates the Go client against Collie, and
+// compares what refused exchanges get from Collie and ZooKeeper 3.8: a
+// ticket for another service (zookeeper.server.principal naming it), a
+// garbage token, an oversized one.
+func TestKerberosGoClient(t *testing.T) {
+	zkref.Require(t, zkref.Available())
+	r := newKrbRealm(t)
+	zookeeper, collie := r.start(t)
+	bob := r.goClient(t, "bob")
+	c, outcome := krbSession(t, collie.addr, bob)
+	if outcome != "authenticated as zookeeper/localhost" {
+		t.Fatalf("Collie: %s", outcome)
+	}
+	if ids := sessionIDs(t, c); !slices.Equal(ids, []string{"ip:127.0.0.1", "sasl:bob@" + krbtest.Realm}) {
+		t.Errorf("Collie: whoAmI %q", ids)
+	}
+
+	r.kdc.AddPrincipal(t, "zookeeper/otherhost")
+	other, err := krb5sasl.NewClient(krb5sasl.Config{Krb5Conf: r.kdc.Krb5Conf, Principal: "bob", Keytab: r.keytabs["bob"], ServerPrincipal: "zookeeper/otherhost"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	for _, sc := range []struct {
+		name string
+		run  func(addr string) string
+	}{
+		{"a ticket for another service", func(addr string) string {
+			_, outcome := krbSession(t, addr, other)
+			return outcome
+		}},
+		{"a garbage token", func(addr string) string { return rawSASL(t, addr, []byte("garbage")) }},
+		{"an oversized token", func(addr string) string {
+			return rawSASL(t, addr, append([]byte{0x60, 0x83, 0x01, 0x00, 0x00}, make([]byte, 0x10000)...))
+		}},
+	} {
+		zk, col := sc.run(zookeeper.addr), sc.run(collie.addr)
+		if zk != col {
+			t.Errorf("%s: ZooKeeper: %s; Collie: %s", sc.name, zk, col)
+		}
+		t.Logf("%s: %s", sc.name, zk)
+	}
+}
+
+// rawSASL sends one sasl packet and reports the answer and whether the
+// connection stays.
+func rawSASL(t *testing.T, addr string, token []byte) string {
+	t.Helper()
+	c, err := zkwire.Dial(addr, 10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	hdr, _, err := c.Call(proto.OpSASL, &proto.GetSASLRequest{Token: token})
+	if err != nil {
+		return "closed at once"
+	}
+	out := fmt.Sprintf("err %d", hdr.Err)
+	if _, _, err := c.CallXid(proto.XidPing, proto.OpPing, nil); err != nil {
+		return out + ", then closed"
+	}
+	return out + ", then a ping answered"
+}
