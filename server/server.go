@@ -187,6 +187,10 @@ func New(cfg config.Config, logger *slog.Logger) (*Server, error) {
 		}
 		s.krb = a
 		logger.Info("SASL clients authenticate with Kerberos (GSSAPI)", "principal", k.Principal, "keytab", k.KeytabFile)
+		if len(cfg.SASLUsers) > 0 {
+			logger.Warn("the JAAS section's DIGEST-MD5 users cannot authenticate: with a Krb5LoginModule in the section, only Kerberos is offered, as in ZooKeeper",
+				"section", cfg.SASLServerSection)
+		}
 	}
 	s.tracker = session.NewTracker(cfg.TickTime, s.started)
 	s.ids = session.NewGenerator(cfg.ServerID, s.started)

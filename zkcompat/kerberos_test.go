@@ -3,6 +3,7 @@
 package zkcompat
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -311,4 +312,93 @@ func rawSASL(t *testing.T, addr string, token []byte) string {
 		return out + ", then closed"
 	}
 	return out + ", then a ping answered"
+}
+
+// TestKerberosKazoo runs Kazoo with GSSAPI (pure-sasl over MIT's GSSAPI
+// library, which asks for mutual authentication, unlike Java's client)
+// against ZooKeeper 3.8 and Collie: the same outcomes on both.
+func TestKerberosKazoo(t *testing.T) {
+	python, err := zkref.Python()
+	zkref.Require(t, err)
+	r := newKrbRealm(t)
+	zookeeper, collie := r.start(t)
+	// MIT's library names the service by the host Kazoo connects to,
+	// 127.0.0.1; only with DNS canonicalization, reverse lookups
+	// included, does that become localhost, the service's host.
+	conf, err := os.ReadFile(r.kdc.Krb5Conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.NewReplacer("dns_canonicalize_hostname = false", "dns_canonicalize_hostname = true", "rdns = false", "rdns = true").Replace(string(conf))
+	krb5Conf := filepath.Join(t.TempDir(), "krb5.conf")
+	if err := os.WriteFile(krb5Conf, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script, err := filepath.Abs(filepath.Join("testdata", "kazoo", "sasl_gssapi.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(addr string) []string {
+		ctx, cancel := context.WithTimeout(t.Context(), 2*kazooScriptTimeout)
+		defer cancel()
+		env := []string{"PYTHONDONTWRITEBYTECODE=1", "KRB5_CONFIG=" + krb5Conf,
+			"KRB5_CLIENT_KTNAME=" + r.keytabs["bob"], "KRB5CCNAME=FILE:" + filepath.Join(t.TempDir(), "ccache")}
+		p := startInteropProcess(ctx, t, false, env, python, script, addr, "bob@"+krbtest.Realm)
+		exit, err := p.wait()
+		lines := p.out.Lines()
+		if exit != 0 || err != nil || len(lines) == 0 || lines[len(lines)-1] != "DONE" {
+			t.Fatalf("sasl_gssapi.py against %s: exit code %d (%v)\noutput:\n%s", addr, exit, err, p.out)
+		}
+		return outcomes(lines)
+	}
+	want, got := run(zookeeper.addr), run(collie.addr)
+	if !slices.Equal(got, want) {
+		t.Errorf("Collie's outcomes differ from ZooKeeper's\nCollie:\n%s\nZooKeeper:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if !slices.Contains(got, "reads it: ok b'k'") || !slices.Contains(got, "a client without SASL reads it: NoAuthError") {
+		t.Errorf("Collie's outcomes:\n%s", strings.Join(got, "\n"))
+	}
+	t.Logf("outcomes on both servers:\n%s", strings.Join(want, "\n"))
+}
+
+// TestKerberosSectionWithDigestUsers starts both servers from a Server
+// section that holds a DigestLoginModule with users beside the
+// Krb5LoginModule: ZooKeeper's login then has a Kerberos principal and
+// its server offers GSSAPI alone, so a DIGEST-MD5 client is refused by
+// both, and a Kerberos client authenticates.
+func TestKerberosSectionWithDigestUsers(t *testing.T) {
+	zkref.Require(t, zkref.Available())
+	r := newKrbRealm(t)
+	data, err := os.ReadFile(r.jaas)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(string(data), "Server {\n", "Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n  user_bob=\"bobsecret\";\n", 1)
+	r.jaas = filepath.Join(t.TempDir(), "jaas.conf")
+	if err := os.WriteFile(r.jaas, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	zookeeper, collie := r.start(t)
+	digest := []saslStep{{token: []byte{}}, {password: "bobsecret"}}
+	// Whether a packet after the close reads EOF or a reset depends on
+	// when it reached the closing socket.
+	closed := func(lines []string) []string {
+		for i, l := range lines {
+			if strings.HasPrefix(l, "closed: ") {
+				lines[i] = "closed"
+			}
+		}
+		return lines
+	}
+	want, got := closed(saslTranscript(t, zookeeper.addr, digest)), closed(saslTranscript(t, collie.addr, digest))
+	if !slices.Equal(got, want) {
+		t.Errorf("DIGEST-MD5: Collie:\n%s\nZooKeeper:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	t.Logf("DIGEST-MD5 on both:\n%s", strings.Join(want, "\n"))
+	bob := r.goClient(t, "bob")
+	for _, s := range []interopServer{zookeeper, collie} {
+		if _, outcome := krbSession(t, s.addr, bob); outcome != "authenticated as zookeeper/localhost" {
+			t.Errorf("%s: Kerberos: %s", s.name, outcome)
+		}
+	}
 }

@@ -259,7 +259,10 @@ func saslTranscript(t *testing.T, addr string, steps []saslStep) []string {
 		last = token
 		hdr, body, err := c.Call(proto.OpSASL, &proto.GetSASLRequest{Token: token})
 		if err != nil {
-			out = append(out, "closed: "+errors.Unwrap(err).Error())
+			if cause := errors.Unwrap(err); cause != nil {
+				err = cause
+			}
+			out = append(out, "closed: "+err.Error())
 			return out
 		}
 		var resp proto.SetSASLResponse

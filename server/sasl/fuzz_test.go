@@ -101,31 +101,11 @@ func FuzzGSSAPI(f *testing.F) {
 // seedExchange makes the tokens a client sends in a whole exchange with
 // a, with or without mutual authentication.
 func seedExchange(f *testing.F, kt *keytab.Keytab, now time.Time, mutual bool, a *Acceptor) (first, second, third []byte) {
-	bob := types.NewPrincipalName(nametype.KRB_NT_PRINCIPAL, "bob")
-	svc := types.NewPrincipalName(nametype.KRB_NT_PRINCIPAL, "zookeeper/localhost")
-	tkt, key, err := messages.NewTicket(bob, "R", svc, "R", types.NewKrbFlags(), kt, etypeID.AES256_CTS_HMAC_SHA1_96, 1, now, now, now.Add(time.Hour), now.Add(time.Hour))
-	if err != nil {
-		f.Fatal(err)
-	}
-	auth, err := types.NewAuthenticator("R", bob)
-	if err != nil {
-		f.Fatal(err)
-	}
-	auth.CTime, auth.Cusec, auth.SeqNumber = now, 0, 5
 	flags := uint32(gsskrb5.FlagInteg)
 	if mutual {
 		flags |= gsskrb5.FlagMutual
 	}
-	auth.Cksum = gsskrb5.NewChecksum(flags)
-	req, err := messages.NewAPReq(tkt, key, auth)
-	if err != nil {
-		f.Fatal(err)
-	}
-	msg, err := req.Marshal()
-	if err != nil {
-		f.Fatal(err)
-	}
-	first = gsskrb5.WrapContextToken(gsskrb5.TokAPReq, msg)
+	first, key := handMadeAPReq(f, kt, etypeID.AES256_CTS_HMAC_SHA1_96, now, flags)
 	g := a.NewGSSAPI()
 	offer, err := g.Next(first)
 	if err != nil {
@@ -152,4 +132,31 @@ func seedExchange(f *testing.F, kt *keytab.Keytab, now time.Time, mutual bool, a
 		return first, second, last
 	}
 	return first, last, nil
+}
+
+// handMadeAPReq returns the AP-REQ context token of bob@R for
+// zookeeper/localhost@R, with a ticket of encryption type etype made from
+// kt's key, and its session key: what a KDC and a client would make.
+func handMadeAPReq(tb testing.TB, kt *keytab.Keytab, etype int32, now time.Time, flags uint32) ([]byte, types.EncryptionKey) {
+	bob := types.NewPrincipalName(nametype.KRB_NT_PRINCIPAL, "bob")
+	svc := types.NewPrincipalName(nametype.KRB_NT_PRINCIPAL, "zookeeper/localhost")
+	tkt, key, err := messages.NewTicket(bob, "R", svc, "R", types.NewKrbFlags(), kt, etype, 1, now, now, now.Add(time.Hour), now.Add(time.Hour))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	auth, err := types.NewAuthenticator("R", bob)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	auth.CTime, auth.Cusec, auth.SeqNumber = now, 0, 5
+	auth.Cksum = gsskrb5.NewChecksum(flags)
+	req, err := messages.NewAPReq(tkt, key, auth)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	msg, err := req.Marshal()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return gsskrb5.WrapContextToken(gsskrb5.TokAPReq, msg), key
 }

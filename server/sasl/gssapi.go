@@ -14,6 +14,7 @@ import (
 	"github.com/jcmturner/gokrb5/v8/asn1tools"
 	"github.com/jcmturner/gokrb5/v8/crypto"
 	"github.com/jcmturner/gokrb5/v8/iana/asnAppTag"
+	"github.com/jcmturner/gokrb5/v8/iana/etypeID"
 	"github.com/jcmturner/gokrb5/v8/iana/keyusage"
 	"github.com/jcmturner/gokrb5/v8/iana/msgtype"
 	"github.com/jcmturner/gokrb5/v8/keytab"
@@ -41,6 +42,13 @@ const (
 	maxReceive  = 65536 // what Java's server announces, though no layer uses it
 	replayLimit = 100000
 )
+
+// rfc4121Types are the encryption types whose GSS-API tokens are RFC
+// 4121's: AES with HMAC-SHA1 (RFC 3962) and with SHA-2 (RFC 8009).
+var rfc4121Types = []int32{
+	etypeID.AES128_CTS_HMAC_SHA1_96, etypeID.AES256_CTS_HMAC_SHA1_96,
+	etypeID.AES128_CTS_HMAC_SHA256_128, etypeID.AES256_CTS_HMAC_SHA384_192,
+}
 
 // An Acceptor is what the GSSAPI exchanges of one server share: the
 // service principal and its keys, the allowed clock skew and a replay
@@ -198,15 +206,19 @@ func (g *GSSAPI) accept(token []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	key := tkt.Key
+	if auth.SubKey.KeyType != 0 {
+		key = auth.SubKey
+	}
+	if !slices.Contains(rfc4121Types, key.KeyType) {
+		return nil, fmt.Errorf("a key of encryption type %d: only AES keys, whose Wrap tokens are RFC 4121's, are supported", key.KeyType)
+	}
 	peer := tkt.CName.PrincipalNameString() + "@" + tkt.CRealm
 	if err := a.remember(peer, ctime, now); err != nil {
 		return nil, err
 	}
 	g.peer = peer
-	g.key = gsskrb5.WrapKey{Key: tkt.Key}
-	if auth.SubKey.KeyType != 0 {
-		g.key.Key = auth.SubKey
-	}
+	g.key = gsskrb5.WrapKey{Key: key}
 	g.seq = uint64(auth.SeqNumber) // without an AP-REP both sides count from the initiator's number
 	if flags&gsskrb5.FlagMutual == 0 {
 		return g.offerLayers()

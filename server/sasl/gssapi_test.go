@@ -8,9 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jcmturner/gokrb5/v8/iana/etypeID"
 	"github.com/jcmturner/gokrb5/v8/keytab"
 
 	"github.com/collie-io/collie/client/krb5sasl"
+	"github.com/collie-io/collie/internal/gsskrb5"
 	"github.com/collie-io/collie/internal/krbtest"
 )
 
@@ -185,6 +187,24 @@ func TestNewAcceptorNeedsTheKey(t *testing.T) {
 	}
 	_, err = NewAcceptor("zookeeper/localhost@"+krbtest.Realm, kt, time.Minute, time.Now, rand.Reader)
 	if err == nil || !strings.Contains(err.Error(), "holds no key of zookeeper/localhost@"+krbtest.Realm) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// TestGSSAPIRefusesOldEncryptionTypes refuses an RC4 session key, whose
+// Wrap tokens would be RFC 1964's, which clients would not read.
+func TestGSSAPIRefusesOldEncryptionTypes(t *testing.T) {
+	kt := keytab.New()
+	if err := kt.AddEntry("zookeeper/localhost", "R", "secret", time.Unix(0, 0), 1, etypeID.RC4_HMAC); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1e9, 0)
+	a, err := NewAcceptor("zookeeper/localhost@R", kt, time.Minute, func() time.Time { return now }, rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, _ := handMadeAPReq(t, kt, etypeID.RC4_HMAC, now, gsskrb5.FlagMutual)
+	if _, err := a.NewGSSAPI().Next(token); !errors.Is(err, ErrGSSAPI) || !strings.Contains(err.Error(), "only AES") {
 		t.Fatalf("got %v", err)
 	}
 }
