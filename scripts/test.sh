@@ -46,7 +46,8 @@ fuzztime="${FUZZTIME:-10s}"
 # certificates and key stores of the TLS tests, and MIT's KDC for the
 # Kerberos (SASL GSSAPI) tests: krb5-kdc has krb5kdc and kdb5_util,
 # krb5-admin-server has kadmin.local, which makes the principals and
-# keytabs (internal/krbtest). Kazoo's GSSAPI goes through python3-kerberos,
+# keytabs, and krb5-user has kinit, which writes a credential cache
+# (internal/krbtest). Kazoo's GSSAPI goes through python3-kerberos,
 # which python3-pure-sasl depends on.
 packages=(
 	zookeeper
@@ -59,6 +60,7 @@ packages=(
 	libcurator-discovery-java
 	krb5-kdc
 	krb5-admin-server
+	krb5-user
 )
 
 step() {

@@ -37,11 +37,13 @@ import (
 const Realm = "COLLIE.TEST"
 
 // The programs of Debian's MIT KDC packages: kdb5_util and krb5kdc come
-// with krb5-kdc, kadmin.local with krb5-admin-server.
+// with krb5-kdc, kadmin.local with krb5-admin-server, kinit with
+// krb5-user.
 const (
 	kdb5Util    = "/usr/sbin/kdb5_util"
 	krb5kdc     = "/usr/sbin/krb5kdc"
 	kadminLocal = "/usr/sbin/kadmin.local"
+	kinit       = "/usr/bin/kinit"
 )
 
 // startTimeout bounds how long the KDC may take to listen.
@@ -208,6 +210,24 @@ func (k *KDC) Keytab(t testing.TB, principal string) string {
 	f.Close()
 	os.Remove(path) // ktadd adds to an existing keytab only if it is one
 	k.kadmin(t, "ktadd -k "+path+" "+principal)
+	return path
+}
+
+// Kinit logs principal in with its keytab, as a user's kinit would, into
+// a new credential cache file, which it returns. It skips t when kinit
+// is not installed (fails it when CI=true).
+func (k *KDC) Kinit(t testing.TB, principal, keytab string) string {
+	t.Helper()
+	if _, err := os.Stat(kinit); err != nil {
+		Require(t, fmt.Errorf("%s is missing (Debian package krb5-user)", kinit))
+	}
+	f, err := os.CreateTemp(k.dir, "ccache-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := f.Name()
+	f.Close()
+	k.run(t, kinit, "-k", "-t", keytab, "-c", "FILE:"+path, principal)
 	return path
 }
 

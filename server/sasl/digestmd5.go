@@ -1,12 +1,15 @@
-// Package sasl is the server side of ZooKeeper's SASL authentication with
-// the DIGEST-MD5 mechanism (RFC 2831), as ZooKeeper 3.8 runs it through
-// Java's DIGEST-MD5 provider, so that the clients that authenticate to
-// ZooKeeper authenticate here unchanged.
+// Package sasl is the server side of ZooKeeper's SASL authentication, as
+// ZooKeeper 3.8 runs it through Java's SASL providers, so that the
+// clients that authenticate to ZooKeeper authenticate here unchanged. It
+// has the two mechanisms ZooKeeper's server offers: DIGEST-MD5 (RFC
+// 2831), when its JAAS section holds users, and GSSAPI (Kerberos V5, RFC
+// 4752, in gssapi.go), when the section logs in with Kerberos.
 //
-// ZooKeeper names the server "zk-sasl-md5" and the protocol "zookeeper",
-// so the realm is zk-sasl-md5 and the digest-uri zookeeper/zk-sasl-md5; it
-// offers only the "auth" quality of protection, so no security layer
-// follows the exchange. An exchange is two rounds:
+// For DIGEST-MD5, ZooKeeper names the server "zk-sasl-md5" and the
+// protocol "zookeeper", so the realm is zk-sasl-md5 and the digest-uri
+// zookeeper/zk-sasl-md5; it offers only the "auth" quality of
+// protection, so no security layer follows the exchange. An exchange is
+// two rounds:
 //
 //	client: (empty token)
 //	server: realm="zk-sasl-md5",nonce="...",charset=utf-8,algorithm=md5-sess
@@ -14,7 +17,8 @@
 //	server: rspauth=...
 //
 // after which the client is authenticated as its username. A DigestMD5
-// holds one connection's exchange; it does no I/O and starts no goroutine.
+// or GSSAPI holds one connection's exchange; neither does I/O or starts a
+// goroutine.
 package sasl
 
 import (

@@ -15,6 +15,7 @@ import (
 	"github.com/jcmturner/gokrb5/v8/crypto"
 	"github.com/jcmturner/gokrb5/v8/iana/asnAppTag"
 	"github.com/jcmturner/gokrb5/v8/iana/etypeID"
+	"github.com/jcmturner/gokrb5/v8/iana/flags"
 	"github.com/jcmturner/gokrb5/v8/iana/keyusage"
 	"github.com/jcmturner/gokrb5/v8/iana/msgtype"
 	"github.com/jcmturner/gokrb5/v8/keytab"
@@ -188,6 +189,9 @@ func (g *GSSAPI) accept(token []byte) ([]byte, error) {
 	}
 	tkt := req.Ticket.DecryptedEncPart
 	now := a.now()
+	if types.IsFlagSet(&tkt.Flags, flags.Invalid) {
+		return nil, errors.New("the ticket is marked invalid (postdated and not yet validated)")
+	}
 	if tkt.StartTime.Sub(now) > a.skew || now.Sub(tkt.EndTime) > a.skew {
 		return nil, fmt.Errorf("the ticket is valid from %v to %v, not now", tkt.StartTime, tkt.EndTime)
 	}
@@ -202,7 +206,7 @@ func (g *GSSAPI) accept(token []byte) ([]byte, error) {
 	if d := now.Sub(ctime); d > a.skew || -d > a.skew {
 		return nil, fmt.Errorf("the client's clock is %v off, more than %v", d, a.skew)
 	}
-	flags, err := gsskrb5.ChecksumFlags(auth.Cksum)
+	ctxFlags, err := gsskrb5.ChecksumFlags(auth.Cksum)
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +224,7 @@ func (g *GSSAPI) accept(token []byte) ([]byte, error) {
 	g.peer = peer
 	g.key = gsskrb5.WrapKey{Key: key}
 	g.seq = uint64(auth.SeqNumber) // without an AP-REP both sides count from the initiator's number
-	if flags&gsskrb5.FlagMutual == 0 {
+	if ctxFlags&gsskrb5.FlagMutual == 0 {
 		return g.offerLayers()
 	}
 	g.step = gssAfterRep

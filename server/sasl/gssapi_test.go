@@ -208,3 +208,33 @@ func TestGSSAPIRefusesOldEncryptionTypes(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestGSSAPIChecksTheTicket refuses expired, not yet valid and invalid
+// tickets, and authenticators from a clock too far off.
+func TestGSSAPIChecksTheTicket(t *testing.T) {
+	kt := keytab.New()
+	if err := kt.AddEntry("zookeeper/localhost", "R", "secret", time.Unix(0, 0), 1, etypeID.AES256_CTS_HMAC_SHA1_96); err != nil {
+		t.Fatal(err)
+	}
+	issued := time.Unix(1e9, 0).UTC()
+	for _, tt := range []struct {
+		name string
+		now  time.Time
+		want string
+	}{
+		{"expired", issued.Add(2 * time.Hour), "not now"},
+		{"not yet valid", issued.Add(-time.Hour), "not now"},
+		{"the client's clock", issued.Add(30 * time.Minute), "clock"},
+		{"within the skew", issued.Add(30 * time.Second), ""},
+	} {
+		a, err := NewAcceptor("zookeeper/localhost@R", kt, time.Minute, func() time.Time { return tt.now }, rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		token, _ := handMadeAPReq(t, kt, etypeID.AES256_CTS_HMAC_SHA1_96, issued, gsskrb5.FlagMutual)
+		_, err = a.NewGSSAPI().Next(token)
+		if tt.want == "" && err != nil || tt.want != "" && (!errors.Is(err, ErrGSSAPI) || !strings.Contains(err.Error(), tt.want)) {
+			t.Errorf("%s: %v, want %q", tt.name, err, tt.want)
+		}
+	}
+}
