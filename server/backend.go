@@ -306,7 +306,7 @@ func (s *Server) SASL(c *conn.Conn) conn.SASLServer {
 	x := &saslExchange{superUsers: s.cfg.SASLSuperUsers, names: s.cfg.Krb5.Mapping(), log: s.log}
 	switch {
 	case s.krb != nil:
-		x.m = gssapiMechanism{s.krb.NewGSSAPI()}
+		x.m = gssapiMechanism{s.krb.exchange()}
 	case s.cfg.SASLUsers != nil:
 		x.m = digestMechanism{sasl.NewDigestMD5(s.saslPassword, rand.Reader)}
 	default:

@@ -26,7 +26,6 @@ import (
 	"github.com/collie-io/collie/server/fsm"
 	"github.com/collie-io/collie/server/peer"
 	"github.com/collie-io/collie/server/replication"
-	"github.com/collie-io/collie/server/sasl"
 	"github.com/collie-io/collie/server/session"
 	"github.com/collie-io/collie/server/storage"
 	"github.com/collie-io/collie/server/tlsconfig"
@@ -119,7 +118,7 @@ type Server struct {
 	// krb accepts the Kerberos tickets of SASL clients, with a replay
 	// cache that all connections share; nil when the JAAS section has no
 	// Krb5LoginModule.
-	krb *sasl.Acceptor
+	krb *kerberos
 	// tlsReloader, with client.certReload, keeps tls in step with the
 	// key and trust store files; nil otherwise.
 	tlsReloader *tlsconfig.Reloader
@@ -181,11 +180,11 @@ func New(cfg config.Config, logger *slog.Logger) (*Server, error) {
 		}
 	}
 	if k := cfg.SASLKerberos; k != nil {
-		a, err := sasl.NewAcceptor(k.Principal, k.Keytab, k.ClockSkew, time.Now, rand.Reader)
+		krb, err := newKerberos(k, logger)
 		if err != nil {
-			return nil, fmt.Errorf("server: Kerberos for SASL clients: %w", err)
+			return nil, err
 		}
-		s.krb = a
+		s.krb = krb
 		logger.Info("SASL clients authenticate with Kerberos (GSSAPI)", "principal", k.Principal, "keytab", k.KeytabFile)
 		if len(cfg.SASLUsers) > 0 {
 			logger.Warn("the JAAS section's DIGEST-MD5 users cannot authenticate: with a Krb5LoginModule in the section, only Kerberos is offered, as in ZooKeeper",

@@ -402,3 +402,45 @@ func TestKerberosSectionWithDigestUsers(t *testing.T) {
 		}
 	}
 }
+
+// TestKerberosKeytabRotation rewrites the server's keytab with new keys,
+// as a key rotation does: ZooKeeper 3.8 (Java reads a keytab when it
+// needs keys) and Collie take them without a restart, and a client with
+// a ticket of the new keys authenticates.
+func TestKerberosKeytabRotation(t *testing.T) {
+	zkref.Require(t, zkref.Available())
+	r := newKrbRealm(t)
+	zookeeper, collie := r.start(t)
+	before := r.goClient(t, "bob")
+	for _, s := range []interopServer{zookeeper, collie} {
+		if _, outcome := krbSession(t, s.addr, before); outcome != "authenticated as zookeeper/localhost" {
+			t.Fatalf("%s before the rotation: %s", s.name, outcome)
+		}
+	}
+
+	// Both servers read the keytab the Server section names.
+	jaas, err := os.ReadFile(r.jaas)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(string(jaas), `keyTab="`)
+	serverKeytab, _, _ := strings.Cut(rest, `"`)
+	rotated, err := os.ReadFile(r.kdc.Keytab(t, "zookeeper/localhost"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := serverKeytab + ".new"
+	if err := os.WriteFile(tmp, rotated, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, serverKeytab); err != nil {
+		t.Fatal(err)
+	}
+
+	after := r.goClient(t, "bob") // a new login, so a ticket of the new keys
+	for _, s := range []interopServer{zookeeper, collie} {
+		if _, outcome := krbSession(t, s.addr, after); outcome != "authenticated as zookeeper/localhost" {
+			t.Errorf("%s after the rotation: %s", s.name, outcome)
+		}
+	}
+}

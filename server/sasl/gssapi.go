@@ -57,12 +57,13 @@ var rfc4121Types = []int32{
 type Acceptor struct {
 	principal types.PrincipalName
 	realm     string
-	keytab    *keytab.Keytab
 	skew      time.Duration
 	now       func() time.Time
 	rand      io.Reader
 
+	// mu guards the fields below it.
 	mu      sync.Mutex
+	keytab  *keytab.Keytab
 	replays map[replayKey]time.Time // an authenticator seen → when it may be forgotten
 }
 
@@ -79,18 +80,39 @@ func NewAcceptor(principal string, kt *keytab.Keytab, skew time.Duration, now fu
 	if realm == "" {
 		return nil, fmt.Errorf("sasl: service principal %q has no realm", principal)
 	}
-	// A keytab without a key of the principal could open no ticket.
-	found := false
-	for _, e := range kt.Entries {
-		if e.Principal.Realm == realm && slices.Equal(e.Principal.Components, name.NameString) {
-			found = true
-			break
-		}
-	}
-	if !found {
+	if !holdsKey(kt, name, realm) {
 		return nil, fmt.Errorf("sasl: the keytab holds no key of %s", principal)
 	}
 	return &Acceptor{principal: name, realm: realm, keytab: kt, skew: skew, now: now, rand: rand, replays: make(map[replayKey]time.Time)}, nil
+}
+
+// holdsKey reports whether kt holds a key of name@realm: without one it
+// could open no ticket.
+func holdsKey(kt *keytab.Keytab, name types.PrincipalName, realm string) bool {
+	for _, e := range kt.Entries {
+		if e.Principal.Realm == realm && slices.Equal(e.Principal.Components, name.NameString) {
+			return true
+		}
+	}
+	return false
+}
+
+// SetKeytab replaces the keys, for a keytab rewritten with new ones. A
+// keytab without a key of the principal is refused and the keys stay.
+func (a *Acceptor) SetKeytab(kt *keytab.Keytab) error {
+	if !holdsKey(kt, a.principal, a.realm) {
+		return fmt.Errorf("sasl: the keytab holds no key of %s@%s", a.principal.PrincipalNameString(), a.realm)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.keytab = kt
+	return nil
+}
+
+func (a *Acceptor) keys() *keytab.Keytab {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.keytab
 }
 
 // gssStep is where a GSSAPI exchange stands.
@@ -184,7 +206,7 @@ func (g *GSSAPI) accept(token []byte) ([]byte, error) {
 		return nil, fmt.Errorf("a ticket for %s@%s, not %s@%s",
 			req.Ticket.SName.PrincipalNameString(), req.Ticket.Realm, a.principal.PrincipalNameString(), a.realm)
 	}
-	if err := req.Ticket.DecryptEncPart(a.keytab, &a.principal); err != nil {
+	if err := req.Ticket.DecryptEncPart(a.keys(), &a.principal); err != nil {
 		return nil, fmt.Errorf("the keytab does not open the ticket: %v", err)
 	}
 	tkt := req.Ticket.DecryptedEncPart
