@@ -64,6 +64,8 @@ type Config struct {
 	ServiceName string
 	// ServerPrincipal, when set, is the whole service principal,
 	// service/host, and ServiceName and the server's host are not used.
+	// A realm after "@" is dropped: the krb5.conf's [domain_realm] (else
+	// the default realm) gives the service's realm, as gokrb5 finds it.
 	ServerPrincipal string
 	// NoCanonicalize uses the host as the connect string gives it,
 	// without the DNS lookups that turn an address or alias into the
@@ -145,7 +147,8 @@ func (c *Client) Mechanism() *Mechanism { return &Mechanism{c: c} }
 // does.
 func (c *Client) servicePrincipal(host string) string {
 	if c.cfg.ServerPrincipal != "" {
-		return c.cfg.ServerPrincipal
+		name, _, _ := strings.Cut(c.cfg.ServerPrincipal, "@")
+		return name
 	}
 	service := c.cfg.ServiceName
 	if service == "" {

@@ -17,6 +17,7 @@ func TestServicePrincipal(t *testing.T) {
 		{Config{NoCanonicalize: true}, "127.0.0.1", "zookeeper/127.0.0.1"},
 		{Config{ServiceName: "zk", NoCanonicalize: true}, "zk1.example", "zk/zk1.example"},
 		{Config{ServerPrincipal: "zookeeper/fixed"}, "127.0.0.1", "zookeeper/fixed"},
+		{Config{ServerPrincipal: "zookeeper/fixed@R"}, "127.0.0.1", "zookeeper/fixed"},
 		{Config{}, "no-such-host.invalid", "zookeeper/no-such-host.invalid"},
 	} {
 		c := &Client{cfg: tt.cfg}
