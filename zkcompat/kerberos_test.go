@@ -473,3 +473,32 @@ func TestKerberosKeytabRotation(t *testing.T) {
 		}
 	}
 }
+
+// TestKerberosUnmappedPrincipal is where Collie departs from ZooKeeper
+// on purpose: when no auth_to_local rule maps the principal (here a rule
+// that gives a name with "@", which is no short name), ZooKeeper 3.8
+// takes the authorization id the client sent, so a client may name
+// itself anyone; Collie keeps the principal the client proved.
+func TestKerberosUnmappedPrincipal(t *testing.T) {
+	zkref.Require(t, zkref.Available())
+	r := newKrbRealm(t)
+	zookeeper, collie := r.start(t, [2]string{"security.auth_to_local", "RULE:[1:$1@$0]"})
+	cl, err := krb5sasl.NewClient(krb5sasl.Config{Krb5Conf: r.kdc.Krb5Conf, Principal: "bob", Keytab: r.keytabs["bob"], AuthorizationID: "super-admin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for _, tt := range []struct {
+		server interopServer
+		want   string
+	}{
+		{zookeeper, "sasl:super-admin"},
+		{collie, "sasl:bob@" + krbtest.Realm},
+	} {
+		c, outcome := krbSession(t, tt.server.addr, cl)
+		ids := sessionIDs(t, c)
+		if !slices.Equal(ids, []string{"ip:127.0.0.1", tt.want}) {
+			t.Errorf("%s: %s, identities %q; want %s", tt.server.name, outcome, ids, tt.want)
+		}
+	}
+}
