@@ -3,12 +3,14 @@ package server
 import (
 	"context"
 	"crypto/rand"
+	"log/slog"
 	"slices"
 	"time"
 
 	"github.com/collie-io/collie/proto"
 	"github.com/collie-io/collie/server/conn"
 	"github.com/collie-io/collie/server/fsm"
+	"github.com/collie-io/collie/server/krbname"
 	"github.com/collie-io/collie/server/sasl"
 	"github.com/collie-io/collie/server/session"
 	"github.com/collie-io/collie/server/tree"
@@ -297,13 +299,20 @@ func (s *Server) Authenticate(c *conn.Conn, scheme string, auth []byte) ([]proto
 	return nil, false
 }
 
-// SASL starts a connection's DIGEST-MD5 exchange with the users of the
-// JAAS file's server section; nil without one.
+// SASL starts a connection's SASL exchange: GSSAPI when the JAAS
+// section logs in with Kerberos, else DIGEST-MD5 with its users; nil
+// without a section.
 func (s *Server) SASL(c *conn.Conn) conn.SASLServer {
-	if s.cfg.SASLUsers == nil {
+	x := &saslExchange{superUsers: s.cfg.SASLSuperUsers, names: s.cfg.Krb5.Mapping(), log: s.log}
+	switch {
+	case s.krb != nil:
+		x.m = gssapiMechanism{s.krb.exchange()}
+	case s.cfg.SASLUsers != nil:
+		x.m = digestMechanism{sasl.NewDigestMD5(s.saslPassword, rand.Reader)}
+	default:
 		return nil
 	}
-	return &saslExchange{m: sasl.NewDigestMD5(s.saslPassword, rand.Reader), superUsers: s.cfg.SASLSuperUsers}
+	return x
 }
 
 // saslPassword looks a SASL user's password up as ZooKeeper's
@@ -317,11 +326,33 @@ func (s *Server) saslPassword(user string) (string, bool) {
 	return p, ok
 }
 
+// saslMechanism is the server side of one mechanism's exchange.
+type saslMechanism interface {
+	Next(token []byte) ([]byte, error)
+	Complete() bool
+	// AuthenticationID is who the client proved to be: a DIGEST-MD5
+	// user, a Kerberos principal.
+	AuthenticationID() string
+}
+
+type digestMechanism struct{ *sasl.DigestMD5 }
+
+func (d digestMechanism) AuthenticationID() string { return d.Username() }
+
+type gssapiMechanism struct{ *sasl.GSSAPI }
+
+func (g gssapiMechanism) AuthenticationID() string { return g.Principal() }
+
 // saslExchange turns a completed exchange into identities as ZooKeeper's
-// processSasl does: sasl:<user>, then super for a user superUser names.
+// SaslServerCallbackHandler and processSasl do: the authentication id
+// mapped by the Kerberos name rules (auth_to_local,
+// kerberos.remove*FromPrincipal) becomes sasl:<id>, then super for an id
+// superUser names.
 type saslExchange struct {
-	m          *sasl.DigestMD5
+	m          saslMechanism
 	superUsers []string
+	names      krbname.Mapping
+	log        *slog.Logger
 }
 
 func (x *saslExchange) Next(token []byte) ([]byte, []proto.ID, error) {
@@ -329,7 +360,15 @@ func (x *saslExchange) Next(token []byte) ([]byte, []proto.ID, error) {
 	if err != nil || !x.m.Complete() {
 		return out, nil, err
 	}
-	user := x.m.Username()
+	authn := x.m.AuthenticationID()
+	user, err := x.names.Identity(authn)
+	if err != nil {
+		// ZooKeeper then keeps the authorization id the client asked
+		// for, which may name anyone; Collie keeps the name the client
+		// proved.
+		x.log.Warn("SASL: no Kerberos name rule maps the client; its identity is its full name", "name", authn, "err", err)
+		user = authn
+	}
 	ids := []proto.ID{{Scheme: tree.SchemeSASL, ID: user}}
 	if slices.Contains(x.superUsers, user) {
 		ids = append(ids, proto.ID{Scheme: tree.SchemeSuper, ID: ""})

@@ -115,6 +115,10 @@ type Server struct {
 	// serves none. tlsFailures counts the handshakes that failed.
 	tls         *tls.Config
 	tlsFailures atomic.Int64
+	// krb accepts the Kerberos tickets of SASL clients, with a replay
+	// cache that all connections share; nil when the JAAS section has no
+	// Krb5LoginModule.
+	krb *kerberos
 	// tlsReloader, with client.certReload, keeps tls in step with the
 	// key and trust store files; nil otherwise.
 	tlsReloader *tlsconfig.Reloader
@@ -178,6 +182,18 @@ func New(cfg config.Config, logger *slog.Logger) (*Server, error) {
 				return nil, fmt.Errorf("server: TLS for clients: %w", err)
 			}
 			s.tls = c
+		}
+	}
+	if k := cfg.SASLKerberos; k != nil {
+		krb, err := newKerberos(k, logger)
+		if err != nil {
+			return nil, err
+		}
+		s.krb = krb
+		logger.Info("SASL clients authenticate with Kerberos (GSSAPI)", "principal", k.Principal, "keytab", k.KeytabFile)
+		if len(cfg.SASLUsers) > 0 {
+			logger.Warn("the JAAS section's DIGEST-MD5 users cannot authenticate: with a Krb5LoginModule in the section, only Kerberos is offered, as in ZooKeeper",
+				"section", cfg.SASLServerSection)
 		}
 	}
 	s.tracker = session.NewTracker(cfg.TickTime, s.started)

@@ -43,17 +43,31 @@ func startSASLServers(t *testing.T, extra ...[2]string) (zookeeper, collie inter
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := slices.Concat(saslZooCfg, extra)
-	opts := []zkref.Option{zkref.WithJVMArgs("-Djava.security.auth.login.config=" + jaas)}
+	return startSASLServersFrom(t, jaas, "", slices.Concat(saslZooCfg, extra))
+}
+
+// startSASLServersFrom starts ZooKeeper 3.8 and Collie with the JAAS file
+// jaas, the krb5.conf krb5Conf (none when ""), and the zoo.cfg lines.
+// ZooKeeper takes both files from Java's system properties, Collie from
+// zoo.cfg keys of the same names.
+func startSASLServersFrom(t *testing.T, jaas, krb5Conf string, lines [][2]string) (zookeeper, collie interopServer) {
+	t.Helper()
+	jvm := []string{"-Djava.security.auth.login.config=" + jaas}
+	files := "java.security.auth.login.config=" + jaas + "\n"
+	if krb5Conf != "" {
+		jvm = append(jvm, "-Djava.security.krb5.conf="+krb5Conf)
+		files += "java.security.krb5.conf=" + krb5Conf + "\n"
+	}
+	opts := []zkref.Option{zkref.WithJVMArgs(jvm...)}
 	for _, kv := range lines {
 		opts = append(opts, zkref.WithConfig(kv[0], kv[1]))
 	}
 	ref := zkref.Start(t, opts...)
 
-	// Collie reads the same lines, the JAAS file named among them, as a
+	// Collie reads the same lines, and the files named among them, as a
 	// zoo.cfg.
 	dir := t.TempDir()
-	text := "dataDir=" + dir + "\nclientPort=2181\njava.security.auth.login.config=" + jaas + "\n"
+	text := "dataDir=" + dir + "\nclientPort=2181\n" + files
 	for _, kv := range lines {
 		text += kv[0] + "=" + kv[1] + "\n"
 	}
@@ -69,6 +83,8 @@ func startSASLServers(t *testing.T, extra ...[2]string) (zookeeper, collie inter
 		c.MaxSessionTimeout = 40 * time.Second
 		c.JAASConfigFile = loaded.JAASConfigFile
 		c.SASLUsers = loaded.SASLUsers
+		c.SASLKerberos = loaded.SASLKerberos
+		c.Krb5 = loaded.Krb5
 		c.SASLAuthProvider = loaded.SASLAuthProvider
 		c.SASLSuperUsers = loaded.SASLSuperUsers
 		c.SASLSuperPassword = loaded.SASLSuperPassword
@@ -149,11 +165,18 @@ func runZkCliSASL(t *testing.T, addr, section string, args ...string) (int, []st
 	if err != nil {
 		t.Fatal(err)
 	}
+	return runZkCliWithFlags(t, addr, "-Djava.security.auth.login.config="+jaas+" -Dzookeeper.sasl.clientconfig="+section, args...)
+}
+
+// runZkCliWithFlags runs zkCli.sh with args against addr, with the Java
+// system properties jvmFlags, and returns its exit code and what it
+// printed, without the greeting and logging.
+func runZkCliWithFlags(t *testing.T, addr, jvmFlags string, args ...string) (int, []string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), zkCliTimeout)
 	defer cancel()
 	env := []string{
-		"CLIENT_JVMFLAGS=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:-UsePerfData -Xshare:auto" +
-			" -Djava.security.auth.login.config=" + jaas + " -Dzookeeper.sasl.clientconfig=" + section,
+		"CLIENT_JVMFLAGS=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:-UsePerfData -Xshare:auto " + jvmFlags,
 		"TZ=UTC",
 	}
 	p := startInteropProcess(ctx, t, false, env, zkCliPath, append([]string{"-server", addr}, args...)...)
@@ -236,7 +259,10 @@ func saslTranscript(t *testing.T, addr string, steps []saslStep) []string {
 		last = token
 		hdr, body, err := c.Call(proto.OpSASL, &proto.GetSASLRequest{Token: token})
 		if err != nil {
-			out = append(out, "closed: "+errors.Unwrap(err).Error())
+			if cause := errors.Unwrap(err); cause != nil {
+				err = cause
+			}
+			out = append(out, "closed: "+err.Error())
 			return out
 		}
 		var resp proto.SetSASLResponse

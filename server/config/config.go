@@ -135,6 +135,12 @@ type Config struct {
 	// authentication failed (allowSaslFailedClients), unless SASL is
 	// required.
 	AllowSASLFailedClients bool
+	// SASLKerberos, read by Load when the JAAS section has a
+	// Krb5LoginModule, makes the server accept Kerberos (GSSAPI) clients,
+	// and only them; nil without one.
+	SASLKerberos *SASLKerberos
+	// Krb5 are the Kerberos keys (see kerberos.go).
+	Krb5 Krb5Settings
 	// EnforceAuthSchemes are the schemes a session must have an identity
 	// of before it is served (enforce.auth.schemes, with
 	// enforce.auth.enabled=true; sasl alone with
@@ -1068,7 +1074,7 @@ func Load(path string) (Config, error) {
 	if c.JAASConfigFile == "" {
 		c.JAASConfigFile = jaasFromJVMFlags(os.Getenv)
 	}
-	if err := c.loadSASL(); err != nil {
+	if err := c.loadSASL(os.Getenv); err != nil {
 		return Config{}, fmt.Errorf("config: %s: %w", path, err)
 	}
 	if err := c.Validate(); err != nil {

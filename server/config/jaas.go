@@ -297,9 +297,8 @@ const (
 // ZooKeeper's SaslServerCallbackHandler collects them: every option
 // user_<name> of every module of the section gives user <name> its
 // password. ok is false when the file has no such section, in which case
-// ZooKeeper runs without SASL. A section whose modules are not
-// DigestLoginModule is an error: Krb5LoginModule asks for Kerberos, which
-// Collie does not implement.
+// ZooKeeper runs without SASL. A module other than DigestLoginModule and
+// Krb5LoginModule is an error.
 func SASLUsers(sections map[string][]JAASModule, section string) (users map[string]string, ok bool, err error) {
 	modules, ok := sections[section]
 	if !ok {
@@ -308,11 +307,9 @@ func SASLUsers(sections map[string][]JAASModule, section string) (users map[stri
 	users = make(map[string]string)
 	for _, m := range modules {
 		switch m.Class {
-		case digestLoginModule:
-		case krb5LoginModule:
-			return nil, true, fmt.Errorf("JAAS section %s: %s asks for Kerberos (GSSAPI), which Collie does not implement yet", section, m.Class)
+		case digestLoginModule, krb5LoginModule:
 		default:
-			return nil, true, fmt.Errorf("JAAS section %s: login module %s is not supported; Collie has %s", section, m.Class, digestLoginModule)
+			return nil, true, fmt.Errorf("JAAS section %s: login module %s is not supported; Collie has %s and %s", section, m.Class, digestLoginModule, krb5LoginModule)
 		}
 		for k, v := range m.Options {
 			if name, found := strings.CutPrefix(k, "user_"); found {
@@ -324,10 +321,12 @@ func SASLUsers(sections map[string][]JAASModule, section string) (users map[stri
 }
 
 // loadSASL reads the JAAS file named by c.JAASConfigFile, if any, into
-// c.SASLUsers and, with quorum.auth.enableSasl, c.QuorumAuth. A file
-// without the client port's section is refused unless it serves SASL
-// between servers: ZooKeeper then runs without SASL on the client port.
-func (c *Config) loadSASL() error {
+// c.SASLUsers and, when its section logs in with Kerberos,
+// c.SASLKerberos, then the krb5.conf and the keytab; and, with
+// quorum.auth.enableSasl, into c.QuorumAuth. A file without the client
+// port's section is refused unless it serves SASL between servers:
+// ZooKeeper then runs without SASL on the client port.
+func (c *Config) loadSASL(getenv func(string) string) error {
 	if c.JAASConfigFile == "" {
 		return nil
 	}
@@ -345,6 +344,9 @@ func (c *Config) loadSASL() error {
 	}
 	if ok {
 		c.SASLUsers = users
+		if err := c.loadKerberos(getenv, sections); err != nil {
+			return err
+		}
 	}
 	if !c.Standalone {
 		if err := c.QuorumAuth.load(c.JAASConfigFile, sections); err != nil {
@@ -355,6 +357,32 @@ func (c *Config) loadSASL() error {
 	if !ok && !quorum {
 		return fmt.Errorf("%s: %s has no section %s (sasl.serverconfig) with the server's users",
 			jaasKey, c.JAASConfigFile, c.saslSection())
+	}
+	return nil
+}
+
+// loadKerberos reads the Kerberos login of the client port's section, if
+// it has one, into c.SASLKerberos, then the krb5.conf and the keytab.
+func (c *Config) loadKerberos(getenv func(string) string, sections map[string][]JAASModule) error {
+	// A section with a Krb5LoginModule gives ZooKeeper's login a
+	// Kerberos principal, and then its server offers GSSAPI alone: the
+	// DIGEST-MD5 users of the section authenticate no one.
+	for _, m := range sections[c.saslSection()] {
+		if m.Class == krb5LoginModule {
+			var err error
+			if c.SASLKerberos, err = krb5Login(c.saslSection(), m); err != nil {
+				return fmt.Errorf("%s: %w", c.JAASConfigFile, err)
+			}
+			break
+		}
+	}
+	if err := c.loadKrb5Conf(getenv, c.SASLKerberos != nil); err != nil {
+		return err
+	}
+	if c.SASLKerberos != nil {
+		if err := c.loadKeytab(); err != nil {
+			return fmt.Errorf("%s: section %s: %w", c.JAASConfigFile, c.saslSection(), err)
+		}
 	}
 	return nil
 }

@@ -25,6 +25,9 @@ func (p *parser) setSASL(key, value string) bool {
 	c := &p.c
 	name := strings.TrimPrefix(key, "zookeeper.")
 	var err error
+	if p.setKerberos(key, name, value) {
+		return true
+	}
 	switch {
 	case key == jaasKey || name == jaasKey:
 		c.JAASConfigFile = jaasPath(value)
@@ -115,18 +118,25 @@ func jaasPath(v string) string {
 
 // jaasFromJVMFlags returns the JAAS file named by -Djava.security.auth.login.config
 // in the SERVER_JVMFLAGS and JVMFLAGS environment variables, where
-// zkServer.sh's users set it: the last one given, JVMFLAGS after
-// SERVER_JVMFLAGS, as zkServer.sh puts them on java's command line.
+// zkServer.sh's users set it.
 func jaasFromJVMFlags(getenv func(string) string) string {
-	var path string
+	return jaasPath(propertyFromJVMFlags(getenv, jaasKey))
+}
+
+// propertyFromJVMFlags returns the value of the Java system property key
+// as -Dkey=value in the SERVER_JVMFLAGS and JVMFLAGS environment
+// variables: the last one given, JVMFLAGS after SERVER_JVMFLAGS, as
+// zkServer.sh puts them on java's command line.
+func propertyFromJVMFlags(getenv func(string) string, key string) string {
+	var value string
 	for _, v := range []string{"SERVER_JVMFLAGS", "JVMFLAGS"} {
 		for _, f := range strings.Fields(getenv(v)) {
-			if value, ok := strings.CutPrefix(f, "-D"+jaasKey+"="); ok {
-				path = jaasPath(value)
+			if v, ok := strings.CutPrefix(f, "-D"+key+"="); ok {
+				value = v
 			}
 		}
 	}
-	return path
+	return value
 }
 
 // saslSection is the JAAS section of the server's users.

@@ -107,12 +107,12 @@ func TestParseJAASErrors(t *testing.T) {
 			t.Errorf("%q: %v, want %q", tt.text, err, tt.want)
 		}
 	}
-	sections, err := ParseJAAS([]byte(`Server { com.sun.security.auth.module.Krb5LoginModule required keyTab="/k"; };`))
+	sections, err := ParseJAAS([]byte(`Server { com.example.LoginModule required; };`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := SASLUsers(sections, "Server"); err == nil || !strings.Contains(err.Error(), "Kerberos") {
-		t.Errorf("Krb5LoginModule: %v", err)
+	if _, _, err := SASLUsers(sections, "Server"); err == nil || !strings.Contains(err.Error(), "not supported") {
+		t.Errorf("another login module: %v", err)
 	}
 }
 

@@ -1,15 +1,18 @@
-// Package sasl is ZooKeeper's SASL authentication with the DIGEST-MD5
-// mechanism (RFC 2831), as ZooKeeper 3.8 runs it through Java's DIGEST-MD5
-// provider: the server side, so that the clients that authenticate to
-// ZooKeeper authenticate here unchanged, and the client side, with which
-// the servers of an ensemble authenticate to each other.
+// Package sasl is ZooKeeper's SASL authentication, as ZooKeeper 3.8 runs
+// it through Java's SASL providers: the server side, so that the clients
+// that authenticate to ZooKeeper authenticate here unchanged, with the two
+// mechanisms ZooKeeper's server offers, DIGEST-MD5 (RFC 2831), when its
+// JAAS section holds users, and GSSAPI (Kerberos V5, RFC 4752, in
+// gssapi.go), when the section logs in with Kerberos; and the client side
+// of DIGEST-MD5, with which the servers of an ensemble authenticate to
+// each other.
 //
-// ZooKeeper names the server "zk-sasl-md5" and the protocol "zookeeper"
-// for its clients (ClientService), so the realm is zk-sasl-md5 and the
-// digest-uri zookeeper/zk-sasl-md5; between servers it names them
-// "zk-quorum-sasl-md5" and "zookeeper-quorum" (QuorumService). It offers
-// only the "auth" quality of protection, so no security layer follows the
-// exchange. An exchange is two rounds:
+// For DIGEST-MD5, ZooKeeper names the server "zk-sasl-md5" and the
+// protocol "zookeeper" for its clients (ClientService), so the realm is
+// zk-sasl-md5 and the digest-uri zookeeper/zk-sasl-md5; between servers it
+// names them "zk-quorum-sasl-md5" and "zookeeper-quorum" (QuorumService).
+// It offers only the "auth" quality of protection, so no security layer
+// follows the exchange. An exchange is two rounds:
 //
 //	client: (empty token)
 //	server: realm="zk-sasl-md5",nonce="...",charset=utf-8,algorithm=md5-sess
@@ -18,8 +21,8 @@
 //
 // after which the client is authenticated as its username, and the client
 // knows from rspauth that the server knows the password too. A DigestMD5
-// holds the server side of one connection's exchange, a DigestMD5Client
-// the client side; they do no I/O and start no goroutine.
+// or GSSAPI holds the server side of one connection's exchange, a
+// DigestMD5Client the client side; they do no I/O and start no goroutine.
 package sasl
 
 import (

@@ -10,6 +10,7 @@ import sys
 import traceback
 
 from kazoo.client import KazooClient
+from kazoo.security import ACL
 
 # How long any single wait for the server or for an event may take.
 TIMEOUT = 10.0
@@ -100,3 +101,25 @@ def run(main):
         sys.exit(2)
     print("PASS", flush=True)
     sys.exit(0)
+
+
+def outcome(fn, *args, **kwargs):
+    """What a call gave, for scripts that print outcomes rather than
+    check them: "ok <result>" or the exception's name."""
+    try:
+        result = fn(*args, **kwargs)
+    except Exception as e:
+        return type(e).__name__
+    if isinstance(result, tuple) and len(result) == 2 and hasattr(result[1], "version"):
+        result = result[0]  # data and Stat: the Stat's times differ
+    if hasattr(result, "mzxid"):
+        result = "version %d" % result.version
+    if isinstance(result, list):
+        result = [(a.perms, a.id.scheme, a.id.id) for a in result] if result and isinstance(result[0], ACL) else result
+    return "ok %r" % (result,)
+
+
+def say(what, result):
+    """Prints an outcome as a line starting with "> ", which the tests
+    keep and compare (Kazoo logs to the same output)."""
+    print("> %s: %s" % (what, result), flush=True)

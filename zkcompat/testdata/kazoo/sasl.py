@@ -12,6 +12,8 @@ import traceback
 from kazoo.client import KazooClient
 from kazoo.security import ACL, Id, Permissions, make_acl
 
+from common import outcome, say
+
 TIMEOUT = 10.0
 ROOT = "/kazoo-sasl"
 
@@ -23,24 +25,6 @@ def client(user=None, password=None, timeout=TIMEOUT):
     c = KazooClient(hosts=sys.argv[1], timeout=timeout, connection_retry=dict(max_tries=0), **kwargs)
     c.start(timeout=timeout)
     return c
-
-
-def outcome(fn, *args, **kwargs):
-    try:
-        result = fn(*args, **kwargs)
-    except Exception as e:
-        return type(e).__name__
-    if isinstance(result, tuple) and len(result) == 2 and hasattr(result[1], "version"):
-        result = result[0]  # data and Stat: the Stat's times differ
-    if hasattr(result, "mzxid"):
-        result = "version %d" % result.version
-    if isinstance(result, list):
-        result = [(a.perms, a.id.scheme, a.id.id) for a in result] if result and isinstance(result[0], ACL) else result
-    return "ok %r" % (result,)
-
-
-def say(what, result):
-    print("> %s: %s" % (what, result), flush=True)
 
 
 def refused(user, password):
