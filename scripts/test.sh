@@ -42,14 +42,16 @@ fuzztime="${FUZZTIME:-10s}"
 
 # Debian packages the tests use: the reference ZooKeeper 3.8 server (and its C
 # client tools), Python's kazoo client (with pure-sasl, for its SASL),
-# Java's Curator, and openssl, which with Java's keytool makes the
-# certificates and key stores of the TLS tests.
+# Java's Curator, openssl, which with Java's keytool makes the
+# certificates and key stores of the TLS tests, and a JDK, whose javac
+# compiles the probe that checks X.500 names against Java's own.
 packages=(
 	zookeeper
 	zookeeper-bin
 	python3-kazoo
 	python3-pure-sasl
 	openssl
+	default-jdk-headless
 	libcurator-recipes-java
 	libcurator-framework-java
 	libcurator-discovery-java

@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
-	"unicode"
 
 	"github.com/collie-io/collie/proto"
 )
@@ -381,7 +380,7 @@ func javaParseInt(s string) (int32, bool) {
 	}
 	var n int64
 	for _, r := range s {
-		d := decimalDigit(r)
+		d := proto.JavaDigit(r)
 		if d < 0 {
 			return 0, false
 		}
@@ -393,25 +392,6 @@ func javaParseInt(s string) (int32, bool) {
 		n = -n
 	}
 	return int32(n), true
-}
-
-// decimalDigit returns the value of a decimal digit of the basic plane
-// (Unicode category Nd), or -1. Java reads a string by UTF-16 units, so a
-// digit beyond the basic plane is two surrogates to it, and no digit.
-func decimalDigit(r rune) int {
-	if r >= '0' && r <= '9' {
-		return int(r - '0')
-	}
-	if r < 0x80 || r > 0xffff {
-		return -1
-	}
-	// Every run of decimal digits in Unicode is whole tens, zero first.
-	for _, rg := range unicode.Nd.R16 {
-		if rune(rg.Lo) <= r && r <= rune(rg.Hi) && rg.Stride == 1 {
-			return int(r-rune(rg.Lo)) % 10
-		}
-	}
-	return -1
 }
 
 // ipMatches reports whether a client whose ip identity is client matches
