@@ -9,13 +9,17 @@ import (
 // authSchemes are the ACL schemes beyond digest and ip that cfg gives
 // providers for (authProvider.N).
 func authSchemes(cfg config.Config) []string {
+	var schemes []string
 	if cfg.SASLAuthProvider {
-		return []string{tree.SchemeSASL}
+		schemes = append(schemes, tree.SchemeSASL)
 	}
-	return nil
+	if cfg.X509Scheme() {
+		schemes = append(schemes, tree.SchemeX509)
+	}
+	return schemes
 }
 
 // fsmOptions are the state machine's options from cfg.
 func fsmOptions(cfg config.Config) fsm.Options {
-	return fsm.Options{ExtendedTypes: cfg.ExtendedTypesEnabled, SASLScheme: cfg.SASLAuthProvider}
+	return fsm.Options{ExtendedTypes: cfg.ExtendedTypesEnabled, SASLScheme: cfg.SASLAuthProvider, X509Scheme: cfg.X509Scheme()}
 }

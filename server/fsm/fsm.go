@@ -65,6 +65,8 @@ type Options struct {
 	// for the ACL checks of reads; writes decide by their entry's
 	// AuthSchemes.
 	SASLScheme bool
+	// X509Scheme says the same of the x509 scheme.
+	X509Scheme bool
 }
 
 // FSM is the state machine. The zero value is not usable; call New.

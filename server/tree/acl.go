@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/collie-io/collie/proto"
+	"github.com/collie-io/collie/server/x500"
 )
 
 // ACLRef names an ACL in a tree's table of distinct ACLs. Nodes hold a
@@ -120,6 +121,7 @@ const (
 	SchemeIP     = "ip"
 	SchemeSuper  = "super"
 	SchemeSASL   = "sasl"
+	SchemeX509   = "x509"
 )
 
 // ACLRules are the rules FixupACL and CheckACL decide by, where Collie's
@@ -148,13 +150,24 @@ const (
 	// in ACLs, match, and are among the identities "auth" expands to.
 	// Without it a sasl id in an ACL is InvalidACL and matches nothing.
 	ACLRulesSASL ACLRules = 1 << 7
+
+	// ACLRulesX509, added to ACLRulesZK38, says that the x509 scheme has a
+	// provider (X509AuthenticationProvider: a secure client port, or
+	// authProvider.N naming it): x509 ids are then valid in ACLs when
+	// Java's X500Principal reads them (x500.Valid), match an x509 id equal
+	// to them, and are among the identities "auth" expands to. Without
+	// it an x509 id in an ACL is InvalidACL and matches nothing.
+	ACLRulesX509 ACLRules = 1 << 6
 )
 
-// base returns the rules without ACLRulesSASL.
-func (r ACLRules) base() ACLRules { return r &^ ACLRulesSASL }
+// base returns the rules without the provider bits.
+func (r ACLRules) base() ACLRules { return r &^ (ACLRulesSASL | ACLRulesX509) }
 
 // sasl reports whether the sasl scheme has a provider under r.
 func (r ACLRules) sasl() bool { return r&ACLRulesSASL != 0 }
+
+// x509 reports whether the x509 scheme has a provider under r.
+func (r ACLRules) x509() bool { return r&ACLRulesX509 != 0 }
 
 // CheckACL reports whether a client with the given identities may do an
 // operation needing perm on a node with acl, by ZooKeeper's rules: an empty
@@ -163,6 +176,10 @@ func (r ACLRules) sasl() bool { return r&ACLRulesSASL != 0 }
 // a CIDR range (ipMatches, or ipMatchesV1 under ACLRulesV1). Under
 // ACLRulesSASL a sasl id matches a sasl ACL id equal to it, and the sasl id
 // "super" matches every sasl ACL id, as SASLAuthenticationProvider.matches.
+// Under ACLRulesX509 an x509 id matches an x509 ACL id equal to it.
+// (X509AuthenticationProvider.matches also lets the superUser subject
+// match every x509 ACL id; the connection that has that subject has the
+// super identity too, added by the same server, which passes every ACL.)
 func CheckACL(acl []proto.ACL, perm int32, ids []proto.ID, rules ACLRules) bool {
 	if len(acl) == 0 {
 		return true
@@ -190,6 +207,10 @@ func CheckACL(acl []proto.ACL, perm int32, ids []proto.ID, rules ACLRules) bool 
 				}
 			case SchemeSASL:
 				if rules.sasl() && (id.ID == "super" || id.ID == a.ID.ID) {
+					return true
+				}
+			case SchemeX509:
+				if rules.x509() && id.ID == a.ID.ID {
 					return true
 				}
 			case SchemeIP:
@@ -247,9 +268,11 @@ func FixupACL(acl []proto.ACL, ids []proto.ID, rules ACLRules) ([]proto.ACL, boo
 			found := false
 			for _, id := range ordered {
 				// Only identities of a provider that authenticates count:
-				// digest, and sasl when it has a provider. Not ip, and not
-				// super, which has no provider (ACLRulesV1 counted it).
-				if id.Scheme == SchemeDigest || id.Scheme == SchemeSASL && rules.sasl() || v1 && id.Scheme == SchemeSuper {
+				// digest, and sasl and x509 when they have providers. Not
+				// ip, and not super, which has no provider (ACLRulesV1
+				// counted it).
+				if id.Scheme == SchemeDigest || id.Scheme == SchemeSASL && rules.sasl() ||
+					id.Scheme == SchemeX509 && rules.x509() || v1 && id.Scheme == SchemeSuper {
 					found = true
 					out = append(out, proto.ACL{Perms: a.Perms, ID: id})
 				}
@@ -268,6 +291,11 @@ func FixupACL(acl []proto.ACL, ids []proto.ID, rules ACLRules) ([]proto.ACL, boo
 			out = append(out, a)
 		case a.ID.Scheme == SchemeSASL && rules.sasl():
 			if !ValidSASLID(a.ID.ID) {
+				return nil, false
+			}
+			out = append(out, a)
+		case a.ID.Scheme == SchemeX509 && rules.x509():
+			if !x500.Valid(a.ID.ID) {
 				return nil, false
 			}
 			out = append(out, a)
