@@ -279,9 +279,10 @@ func (s *Server) Write(c *conn.Conn, op proto.OpCode, body []byte, auth []proto.
 }
 
 // Authenticate handles an auth packet: digest (and the super digest from
-// the configuration), ip, and x509 on a connection with a certificate. The identities come in the order ZooKeeper
-// adds them to its connection, super before digest, which decides where
-// they fall in the order it lists them (tree.ConnOrder).
+// the configuration), ip, and x509 on a connection with a certificate.
+// The identities come in the order ZooKeeper adds them to its connection,
+// super before digest, which decides where they fall in the order it
+// lists them (tree.ConnOrder).
 func (s *Server) Authenticate(c *conn.Conn, scheme string, auth []byte) ([]proto.ID, bool) {
 	switch scheme {
 	case tree.SchemeDigest:

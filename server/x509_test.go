@@ -220,3 +220,21 @@ func TestX509Ensemble(t *testing.T) {
 		}
 	}
 }
+
+// enforce.auth.schemes=x509 serves a client with a certificate and
+// refuses one without, with SessionClosedRequireSASL, as ZooKeeper.
+func TestX509Required(t *testing.T) {
+	pki := newTLSPKI(t)
+	srv := collietest.Start(t, collietest.WithTLS(pki.settings(tlsconfig.WantClientAuth)), collietest.WithConfig(func(c *config.Config) {
+		c.EnforceAuthSchemes = []string{"x509"}
+	}))
+	ctx := t.Context()
+	with := dialTLS(t, srv.SecureAddr(), pki.clientTLS(t, pki.client))
+	if _, _, err := with.Create(ctx, "/required", nil, client.ModePersistent, nil); err != nil {
+		t.Errorf("with a certificate: %v", err)
+	}
+	without := dialTLS(t, srv.SecureAddr(), pki.clientTLS(t, nil))
+	if _, _, err := without.Exists(ctx, "/required"); !errors.Is(err, client.ErrSessionClosedRequireSASL) {
+		t.Errorf("without a certificate: %v, want SessionClosedRequireSASL", err)
+	}
+}
