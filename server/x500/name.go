@@ -75,9 +75,8 @@ func Name(der []byte) (string, error) {
 			}
 			avas = append(avas, attribute(atv.Type.String(), atv.Value.FullBytes))
 		}
-		if len(avas) == 0 {
-			return "", fmt.Errorf("%w: an empty RDN", ErrMalformed)
-		}
+		// An empty RDN, which Go's certificate parser accepts too, is
+		// written as nothing, as Java writes it.
 		parts[len(rdns)-1-i] = strings.Join(avas, "+")
 	}
 	return strings.Join(parts, ","), nil

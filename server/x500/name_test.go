@@ -60,6 +60,7 @@ func TestName(t *testing.T) {
 			"30183116301406035504030c0d74616209616e642271756f7465",
 			"CN=tab\tand\\\"quote"},
 		{"(none)", "3000", ""},
+		{"(an empty RDN)", "300e3100310a300806035504030c0161", "CN=a,"},
 		// Java 17 reads the bytes of every string type as UTF-8.
 		{"(BMPString)", "300f310d300b06035504091e04003d000a", "STREET=\\00\\=\\00\n"},
 		{"(IA5String, BMPString)", "3020310a3008060355040b16012c31123010060a0992268993f22c6401191e0200ff", "DC=\\00\ufffd,OU=\\,"},
@@ -76,7 +77,7 @@ func TestName(t *testing.T) {
 }
 
 func TestNameMalformed(t *testing.T) {
-	for _, der := range []string{"", "30", "3100", "3002", "30023100", "3003310130", "300031", "0400"} {
+	for _, der := range []string{"", "30", "3100", "3002", "3003310130", "300031", "0400"} {
 		b, _ := hex.DecodeString(der)
 		if got, err := Name(b); !errors.Is(err, ErrMalformed) {
 			t.Errorf("Name(%s) = %q, %v; want ErrMalformed", der, got, err)
