@@ -42,7 +42,8 @@ func (p *parser) setX509(key, value string) bool {
 // ids are valid in ACLs and TLS clients that present a certificate get
 // one. ZooKeeper registers X509AuthenticationProvider itself when it has a
 // secure client port, or when authProvider.N names it. Collie does so too
-// for a unified client port (client.portUnification), where ZooKeeper 3.8
-// closes every connection whose client presents a certificate ("X509 Auth
-// provider not found") unless authProvider.N names it.
+// for a unified client port (client.portUnification), for which ZooKeeper
+// 3.8.0 registers none unless authProvider.N names it, and then closes the
+// connections whose client presents a certificate ("X509 Auth provider not
+// found").
 func (c Config) X509Scheme() bool { return c.X509AuthProvider || c.ServesTLS() }
