@@ -124,6 +124,11 @@ func TestTLSX509Identities(t *testing.T) {
 		}
 		err = sessions["bob"].AddAuth(ctx, "x509", nil)
 		out("bob addauth x509: %v", err)
+		infos, err := sessions["bob"].WhoAmI(ctx)
+		out("bob whoami after addauth x509: %v %v", infos, err)
+		err = sessions["admin"].AddAuth(ctx, "digest", []byte("ops:secret"))
+		infos, _ = sessions["admin"].WhoAmI(ctx)
+		out("admin addauth digest: %v, whoami %v", err, infos)
 		err = sessions["none"].AddAuth(ctx, "x509", nil)
 		out("no certificate addauth x509: %v", errors.Is(err, client.ErrAuthFailed))
 
