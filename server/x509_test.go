@@ -238,3 +238,24 @@ func TestX509Required(t *testing.T) {
 		t.Errorf("without a certificate: %v, want SessionClosedRequireSASL", err)
 	}
 }
+
+// On a unified client port a TLS client's certificate gives the same
+// identity; a plaintext client there has none.
+func TestX509UnifiedPort(t *testing.T) {
+	pki := newTLSPKI(t)
+	srv := collietest.Start(t, collietest.WithConfig(func(c *config.Config) {
+		c.ClientPortUnification = true
+		c.SSL = pki.settings(tlsconfig.WantClientAuth)
+	}))
+	if got := whoAmI(t, dialTLS(t, srv.Addr(), pki.clientTLS(t, pki.client))); !slices.Contains(got, client.ClientInfo{AuthScheme: "x509", User: "CN=client"}) {
+		t.Errorf("TLS on the unified port: whoAmI = %v, want x509:CN=client among them", got)
+	}
+	plain, err := client.Dial(t.Context(), srv.Addr(), client.Config{SessionTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	if got := whoAmI(t, plain); len(got) != 1 || got[0].AuthScheme != "ip" {
+		t.Errorf("plaintext on the unified port: whoAmI = %v, want the address alone", got)
+	}
+}
