@@ -115,6 +115,9 @@ func TestNameAgainstJava(t *testing.T) {
 	for range 3000 {
 		strs = append(strs, randomDN(r))
 	}
+	for range 2000 {
+		strs = append(strs, "CN=#"+hex.EncodeToString(randomBER(r)))
+	}
 	strs = append(strs, validityCases...)
 	// What getName() writes is what ACLs are written from: every name
 	// Name writes is asked of Java too.
@@ -178,7 +181,7 @@ var validityCases = []string{
 	`CN=a\ b`, `CN=a\"b`, `CN=a"b`, `CN=a<b`, `CN=a>b`, `CN=a=b`, `CN=a#b`, `CN=#`, `CN=#0`,
 	`CN=#04`, `CN=#0400`, `CN=#040100`, `CN=#0c03616263`, `CN=#0c0361626364`, `CN=#zz`, `CN=#0c03616263+O=b`,
 	`CN=#1f0100`, `CN=#3080`, `CN=#30800000`, `CN=#308004000000`, `CN=#0480`, `CN=#048100`, `CN=#04820001ff`,
-	`CN=#0485000000000100`, `CN="a,b"`, `CN="a"`, `CN="a" `, `CN="a" b`, `CN="a`, `CN="a\,b"`, `CN="a\ b"`,
+	`CN=#0485000000000100`, `CN=#31800c01f1138000000000`, `CN=#13800000`, `CN="a,b"`, `CN="a"`, `CN="a" `, `CN="a" b`, `CN="a`, `CN="a\,b"`, `CN="a\ b"`,
 	`CN="a\41"`, `CN="a\4"`, `CN="\"`, `CN=""`, `CN="a+b",O=c`, `CN=\41\42`, `CN=\4`, `CN=\4g`, `CN=a\`,
 	`CN=\c3\a9`, `CN=\ff`, "CN=a\nb", "CN=\na", "CN=a\n", `CN=a\` + "\n", `CN=é`, `CN=日本`, `CN=a;b=c`,
 	`CN=a\,,O=b`, `CN="a,b,c",O=d`, `CN="a\",b"`, `O=a"b,c"`, `CN=a , O=b`, `CN=a;;O=b`,
@@ -214,6 +217,50 @@ func randomDN(r *rand.Rand) string {
 		s = s[:at] + pieces[r.IntN(len(pieces))] + s[at:]
 	}
 	return s
+}
+
+// randomBER draws a BER value for a hex attribute value: nested values,
+// definite lengths in short and long (also longer than needed) form,
+// indefinite ones, often with a byte changed, cut off or added.
+func randomBER(r *rand.Rand) []byte {
+	b := randomBERValue(r, 0)
+	switch r.IntN(5) {
+	case 0:
+		b[r.IntN(len(b))] ^= byte(1 << r.IntN(8))
+	case 1:
+		b = b[:r.IntN(len(b))+1]
+	case 2:
+		b = append(b, 0)
+	}
+	return b
+}
+
+func randomBERValue(r *rand.Rand, depth int) []byte {
+	tags := []byte{0x04, 0x0c, 0x13, 0x30, 0x31, 0x24, 0xa0, 0x2c, 0x05}
+	tag := tags[r.IntN(len(tags))]
+	constructed := tag&0x20 != 0
+	var content []byte
+	if constructed && depth < 3 {
+		for range r.IntN(3) {
+			content = append(content, randomBERValue(r, depth+1)...)
+		}
+	} else {
+		for range r.IntN(4) {
+			content = append(content, byte(r.IntN(256)))
+		}
+	}
+	out := []byte{tag}
+	switch {
+	case constructed && r.IntN(3) == 0:
+		return append(append(append(out, 0x80), content...), 0, 0)
+	case r.IntN(4) == 0:
+		out = append(out, 0x81, byte(len(content)))
+	case r.IntN(4) == 0:
+		out = append(out, 0x82, 0, byte(len(content)))
+	default:
+		out = append(out, byte(len(content)))
+	}
+	return append(out, content...)
 }
 
 // randomName encodes a random Name: RDNs of one to three attributes of

@@ -126,6 +126,9 @@ func TestValid(t *testing.T) {
 		{"CN=#3080", false},
 		{"CN=#30800000", true},
 		{"CN=#0480", false},
+		// Only the value itself must be constructed for an indefinite
+		// length; Java's converter takes any value within.
+		{"CN=#31800c01f1138000000000", true},
 		{"CN=\"a,b\"", true},
 		{"CN=\"a\" b", false},
 		{"CN=\"a\\ b\"", false},

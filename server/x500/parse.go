@@ -367,8 +367,8 @@ func readEscape(s string, i int, specials string) (next int, ok bool) {
 // validDER reports whether b is one whole DER value as Java's DerValue
 // reads one: a tag of one byte, a length in short or long form (at most
 // four bytes), exactly as many bytes of content; an indefinite length
-// only for a constructed value, whose content is then values up to an
-// end-of-contents marker.
+// only for a constructed value (of any value within it), whose content is
+// then values up to an end-of-contents marker.
 func validDER(b []byte) bool {
 	n, ok := derElement(b, 0)
 	return ok && n == len(b)
@@ -384,7 +384,9 @@ func derElement(b []byte, depth int) (int, bool) {
 	l := b[1]
 	switch {
 	case l == 0x80:
-		if !constructed {
+		// Java checks that the value itself is constructed; its
+		// converter of indefinite lengths takes any value within.
+		if !constructed && depth == 0 {
 			return 0, false
 		}
 		pos := 2
