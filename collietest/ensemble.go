@@ -32,6 +32,9 @@ func StartEnsemble(tb testing.TB, voters, observers int, opts ...Option) *Ensemb
 		if cfgs[i].AdminServerEnabled && cfgs[i].AdminServerPort == 0 {
 			cfgs[i].AdminServerPort = FreePort(tb)
 		}
+		if cfgs[i].SecureClientPort == -1 {
+			cfgs[i].SecureClientPort = FreePort(tb)
+		}
 		members[i] = config.Server{
 			ID:            uint64(i + 1),
 			Host:          "127.0.0.1",

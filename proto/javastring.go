@@ -2,6 +2,7 @@ package proto
 
 import (
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -69,4 +70,24 @@ func utf8Lead(c byte) (need int, lo, hi byte) {
 		return 3, 0x80, 0x8f
 	}
 	return 0, 0, 0
+}
+
+// JavaDigit returns the value of r as a decimal digit to Java's
+// Character.digit(ch, 10): a digit of any script (Unicode category Nd) of
+// the basic plane, or -1. Java reads a string by UTF-16 units, so a digit
+// beyond the basic plane is two surrogates to it, and no digit.
+func JavaDigit(r rune) int {
+	if r >= '0' && r <= '9' {
+		return int(r - '0')
+	}
+	if r < 0x80 || r > 0xffff {
+		return -1
+	}
+	// Every run of decimal digits in Unicode is whole tens, zero first.
+	for _, rg := range unicode.Nd.R16 {
+		if rune(rg.Lo) <= r && r <= rune(rg.Hi) && rg.Stride == 1 {
+			return int(r-rune(rg.Lo)) % 10
+		}
+	}
+	return -1
 }

@@ -43,10 +43,11 @@ fuzztime="${FUZZTIME:-10s}"
 # Debian packages the tests use: the reference ZooKeeper 3.8 server (and its C
 # client tools), Python's kazoo client (with pure-sasl, for its SASL),
 # Java's Curator, openssl, which with Java's keytool makes the
-# certificates and key stores of the TLS tests, and MIT's KDC for the
-# Kerberos (SASL GSSAPI) tests: krb5-kdc has krb5kdc and kdb5_util,
-# krb5-admin-server has kadmin.local, which makes the principals and
-# keytabs, and krb5-user has kinit, which writes a credential cache
+# certificates and key stores of the TLS tests, a JDK, whose javac
+# compiles the probe that checks X.500 names against Java's own, and MIT's
+# KDC for the Kerberos (SASL GSSAPI) tests: krb5-kdc has krb5kdc and
+# kdb5_util, krb5-admin-server has kadmin.local, which makes the principals
+# and keytabs, and krb5-user has kinit, which writes a credential cache
 # (internal/krbtest). Kazoo's GSSAPI goes through python3-kerberos,
 # which python3-pure-sasl depends on.
 packages=(
@@ -55,6 +56,7 @@ packages=(
 	python3-kazoo
 	python3-pure-sasl
 	openssl
+	default-jdk-headless
 	libcurator-recipes-java
 	libcurator-framework-java
 	libcurator-discovery-java

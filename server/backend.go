@@ -281,9 +281,10 @@ func (s *Server) Write(c *conn.Conn, op proto.OpCode, body []byte, auth []proto.
 }
 
 // Authenticate handles an auth packet: digest (and the super digest from
-// the configuration) and ip. The identities come in the order ZooKeeper
-// adds them to its connection, super before digest, which decides where
-// they fall in the order it lists them (tree.ConnOrder).
+// the configuration), ip, and x509 on a connection with a certificate.
+// The identities come in the order ZooKeeper adds them to its connection,
+// super before digest, which decides where they fall in the order it
+// lists them (tree.ConnOrder).
 func (s *Server) Authenticate(c *conn.Conn, scheme string, auth []byte) ([]proto.ID, bool) {
 	switch scheme {
 	case tree.SchemeDigest:
@@ -295,6 +296,13 @@ func (s *Server) Authenticate(c *conn.Conn, scheme string, auth []byte) ([]proto
 		return []proto.ID{id}, true
 	case tree.SchemeIP:
 		return []proto.ID{{Scheme: tree.SchemeIP, ID: c.RemoteIP()}}, true
+	case tree.SchemeX509:
+		// ZooKeeper's X509AuthenticationProvider ignores the packet's
+		// data and authenticates the connection's certificate again:
+		// the identities it already has, or a failure without one.
+		if ids := c.CertIDs(); len(ids) > 0 && s.cfg.X509Scheme() {
+			return ids, true
+		}
 	}
 	return nil, false
 }

@@ -585,14 +585,22 @@ func (s *Server) handshakeTimeout() time.Duration {
 // serveConn serves one client connection until it closes; one that starts
 // with a TLS handshake is served once the handshake has succeeded.
 func (s *Server) serveConn(ctx context.Context, nc net.Conn, mode connMode) {
+	var certIDs []proto.ID
 	if mode != plainConns {
 		var ok bool
 		if nc, ok = s.startTLS(ctx, nc, mode); !ok {
 			nc.Close()
 			return
 		}
+		if tc, isTLS := nc.(*tls.Conn); isTLS {
+			if certIDs, ok = s.certIdentities(tc); !ok {
+				nc.Close()
+				return
+			}
+		}
 	}
 	conn.Serve(ctx, nc, s, conn.Config{
+		CertIDs:            certIDs,
 		MaxBuffer:          s.cfg.JuteMaxBuffer,
 		HandshakeTimeout:   s.handshakeTimeout(),
 		Logger:             s.log,

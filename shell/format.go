@@ -286,9 +286,20 @@ func juteString(s string) string {
 // "scheme:id:perms[,scheme:id:perms...]", the id running to the last
 // colon. Malformed entries and unknown permission letters are reported in
 // warnings and skipped.
+//
+// One difference: zkCli.sh splits the text at every comma first, so it
+// cannot write an id with commas, as x509 ids have (x509:CN=a,O=b:r):
+// each piece has fewer than two colons and is refused. Here a run of such
+// pieces that makes one entry (one colon, pieces without any, one colon)
+// is read as that entry; every text zkCli.sh reads gives what it gives.
 func parseACL(s string) (acl []client.ACL, warnings []string) {
 	acl = []client.ACL{}
-	for _, entry := range strings.Split(s, ",") {
+	pieces := strings.Split(s, ",")
+	for i := 0; i < len(pieces); i++ {
+		entry := pieces[i]
+		if j, ok := commaID(pieces, i); ok {
+			entry, i = strings.Join(pieces[i:j+1], ","), j
+		}
 		first, last := strings.IndexByte(entry, ':'), strings.LastIndexByte(entry, ':')
 		if first < 0 || first == last {
 			warnings = append(warnings, entry+" does not have the form scheme:id:perm")
@@ -314,6 +325,24 @@ func parseACL(s string) (acl []client.ACL, warnings []string) {
 		acl = append(acl, client.ACL{Perms: perms, ID: client.ID{Scheme: entry[:first], ID: entry[first+1 : last]}})
 	}
 	return acl, warnings
+}
+
+// commaID reports whether pieces[i:j+1] is one entry whose id holds
+// commas: pieces[i] and pieces[j] have one colon each, those between none.
+func commaID(pieces []string, i int) (j int, ok bool) {
+	if strings.Count(pieces[i], ":") != 1 {
+		return 0, false
+	}
+	for j = i + 1; j < len(pieces); j++ {
+		switch strings.Count(pieces[j], ":") {
+		case 0:
+		case 1:
+			return j, true
+		default:
+			return 0, false
+		}
+	}
+	return 0, false
 }
 
 // javaText decodes data as Java's new String(data, UTF_8): every byte

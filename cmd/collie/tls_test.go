@@ -41,6 +41,10 @@ func TestCLIAndBenchOverTLS(t *testing.T) {
 	if status, stdout, stderr := cli(append(stores, "get", "/tls")...); status != 0 || stdout != "data\n" {
 		t.Fatalf("get with stores: status %d, stdout %q, stderr %q", status, stdout, stderr)
 	}
+	// The certificate is the session's x509 identity.
+	if status, stdout, stderr := cli(append(pem, "whoami")...); status != 0 || !strings.Contains(stdout, "\nx509: CN=client\n") {
+		t.Errorf("whoami: status %d, stdout %q, stderr %q", status, stdout, stderr)
+	}
 	// Without a client certificate the server refuses the session.
 	if status, _, _ := cli("-server", srv.SecureAddr(), "-timeout", "2000", "-tls-ca", ca.Cert, "ls", "/"); status == 0 {
 		t.Error("a client without a certificate was served")

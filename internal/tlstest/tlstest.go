@@ -109,14 +109,22 @@ type Options struct {
 	// SAN is the subjectAltName extension; default
 	// "IP:127.0.0.1,DNS:localhost".
 	SAN string
+	// Subject is the certificate's subject as openssl's -subj takes it,
+	// UTF-8, a '+' joining the attributes of one RDN:
+	// "/C=US/O=Example/CN=alice+UID=7". Default "/CN=<name>".
+	Subject string
 }
 
-// Issue makes a key and a certificate for CN=name, valid for a month for
-// 127.0.0.1 and localhost, for both TLS servers and clients.
+// Issue makes a key and a certificate for CN=name (or o.Subject), valid
+// for a month for 127.0.0.1 and localhost, for both TLS servers and
+// clients. name also names its files.
 func (a *Authority) Issue(name string, o Options) *Identity {
 	a.t.Helper()
 	if o.SAN == "" {
 		o.SAN = "IP:127.0.0.1,DNS:localhost"
+	}
+	if o.Subject == "" {
+		o.Subject = "/CN=" + name
 	}
 	dir := a.Dir
 	id := &Identity{a: a, Name: name, Key: filepath.Join(dir, name+".key"), Cert: filepath.Join(dir, name+"-chain.pem"), stores: map[string]string{}}
@@ -125,7 +133,7 @@ func (a *Authority) Issue(name string, o Options) *Identity {
 	ext := filepath.Join(dir, name+".ext")
 	write(a.t, ext, "subjectAltName="+o.SAN+"\nextendedKeyUsage=serverAuth,clientAuth\n")
 	run(a.t, dir, "openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-		"-keyout", id.Key, "-out", csr, "-subj", "/CN="+name)
+		"-keyout", id.Key, "-out", csr, "-utf8", "-multivalue-rdn", "-subj", o.Subject)
 	days := "30"
 	if o.Expired {
 		days = "-1"

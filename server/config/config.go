@@ -141,6 +141,12 @@ type Config struct {
 	SASLKerberos *SASLKerberos
 	// Krb5 are the Kerberos keys (see kerberos.go).
 	Krb5 Krb5Settings
+	// X509AuthProvider is authProvider.N naming X509AuthenticationProvider
+	// (see X509Scheme); X509SuperUser is
+	// X509AuthenticationProvider.superUser, the certificate subject, as
+	// getName() writes it, of a TLS client who is a super user.
+	X509AuthProvider bool
+	X509SuperUser    string
 	// EnforceAuthSchemes are the schemes a session must have an identity
 	// of before it is served (enforce.auth.schemes, with
 	// enforce.auth.enabled=true; sasl alone with
@@ -485,7 +491,7 @@ func (p *parser) set(key, value string, line int) {
 		c.DynamicConfigFile = value
 		c.Unknown = append(c.Unknown, key)
 	default:
-		if p.setSASL(key, value) || p.setQuorumAuth(key, value) {
+		if p.setSASL(key, value) || p.setQuorumAuth(key, value) || p.setX509(key, value) {
 			break
 		}
 		// ZooKeeper weighs votes by group.N and weight.N lines. Collie's

@@ -95,11 +95,12 @@ func (c Config) validateSASL() []error {
 	for _, s := range c.EnforceAuthSchemes {
 		switch {
 		case s == "digest" || s == "ip":
+		case s == x509Scheme && c.X509Scheme():
 		case s == "sasl" && c.SASLAuthProvider:
 		case s == "sasl":
 			errs = append(errs, fmt.Errorf("enforce.auth.schemes: authentication scheme sasl is not available: add authProvider.1=%s", SASLAuthenticationProvider))
 		default:
-			errs = append(errs, fmt.Errorf("enforce.auth.schemes: authentication scheme %q is not available (sasl, digest and ip are)", s))
+			errs = append(errs, fmt.Errorf("enforce.auth.schemes: authentication scheme %q is not available (sasl, digest, ip and x509 are, sasl and x509 when they have providers)", s))
 		}
 	}
 	return errs

@@ -41,8 +41,7 @@ func TestParseRefusesKeysAskingForUnimplementedSecurity(t *testing.T) {
 		{"ssl.ocsp", "true", "a TLS setting Collie does not implement"},
 		{"ssl.context.supplier.class", "com.example.Supplier", "a TLS setting Collie does not implement"},
 		{"ssl.sslProvider", "OPENSSL", "a TLS setting Collie does not implement"},
-		{"ssl.authProvider", "x509", "x509 client certificates"},
-		{"ssl.clientCertIdType", "SAN", "x509 client certificates"},
+		{"ssl.clientCertIdType", "SAN", "an x509 identity other than the certificate's subject"},
 		{"ssl.quorum.crl", "true", "a TLS setting Collie does not implement"},
 		{"ssl.quorum.ocsp", "true", "a TLS setting Collie does not implement"},
 		{"ssl.quorum.context.supplier.class", "com.example.Supplier", "a TLS setting Collie does not implement"},
@@ -54,13 +53,12 @@ func TestParseRefusesKeysAskingForUnimplementedSecurity(t *testing.T) {
 		{"admin.portUnification", "true", "HTTPS on the admin port"},
 		{"admin.needClientAuth", "true", "HTTPS on the admin port"},
 		{"authProvider.1", "org.apache.zookeeper.server.auth.EnsembleAuthenticationProvider", "an authentication provider Collie does not have"},
-		{"authProvider.x509", "org.apache.zookeeper.server.auth.X509AuthenticationProvider", "an authentication provider Collie does not have"},
+		{"authProvider.x509", "org.apache.zookeeper.server.auth.X509AuthenticationProvider2", "an authentication provider Collie does not have"},
 		{"authProvider", "org.apache.zookeeper.server.auth.SASLAuthenticationProvider", "an authentication provider Collie does not have"},
 		{"sasl.clientconfig", "Client", "a SASL setting Collie does not implement"},
 		{"sasl.client", "true", "a SASL setting Collie does not implement"},
 		{"letAnySaslUserDoX", "admin", "a SASL setting Collie does not implement"},
 		{"kerberos.canonicalizeHostNames", "true", "Kerberos between servers"},
-		{"X509AuthenticationProvider.superUser", "CN=admin", "x509 client certificates"},
 		{"ensembleAuthName", "prod", "ensemble authentication"},
 		{"DigestAuthenticationProvider.enabled", "false", "digest authentication turned off"},
 		{"DigestAuthenticationProvider.digestAlg", "SHA-256", "a digest algorithm other than SHA1"},
@@ -220,7 +218,7 @@ tickTime=fast
 ssl.quorum.context.supplier.class=com.example.Supplier
 ssl.quorum.keyStore.password=hunter2
 ssl.crl=false
-authProvider.1=org.apache.zookeeper.server.auth.X509AuthenticationProvider
+authProvider.1=org.apache.zookeeper.server.auth.KeyAuthenticationProvider
 globalOutstandingLimit=1000
 zookeeper.enforceQuota=true
 `
@@ -229,7 +227,7 @@ zookeeper.enforceQuota=true
 Collie does not implement yet what these keys ask for, and will not start without it:
 	line 2: SSLQuorum=true asks for ` + misspelledQuorumTLS + ` (false turns it off)
 	line 4: ssl.quorum.context.supplier.class asks for a TLS setting Collie does not implement
-	line 7: authProvider.1=org.apache.zookeeper.server.auth.X509AuthenticationProvider asks for an authentication provider Collie does not have (DigestAuthenticationProvider, IPAuthenticationProvider and SASLAuthenticationProvider are accepted)
+	line 7: authProvider.1=org.apache.zookeeper.server.auth.KeyAuthenticationProvider asks for an authentication provider Collie does not have (DigestAuthenticationProvider, IPAuthenticationProvider, SASLAuthenticationProvider and X509AuthenticationProvider are accepted)
 	line 9: zookeeper.enforceQuota=true asks for quota enforcement (false turns it off)
 remove these keys to run without what they ask for, or keep running ZooKeeper until Collie implements it`
 	if errString(err) != want {

@@ -121,6 +121,10 @@ type Config struct {
 	MaxBuffer int
 	// HandshakeTimeout bounds the wait for the connect request.
 	HandshakeTimeout time.Duration
+	// CertIDs are the identities the connection has from its TLS client's
+	// certificate (x509, and super for X509AuthenticationProvider's super
+	// user), after its address's, from the start.
+	CertIDs []proto.ID
 	// MaxOutstanding bounds the requests of one connection in flight.
 	MaxOutstanding int
 	// MaxQueued bounds the bytes waiting to be written to a client that
@@ -253,7 +257,7 @@ func Serve(ctx context.Context, nc net.Conn, backend Backend, cfg Config) {
 	c.remoteIP = ipIdentity(nc.RemoteAddr())
 	c.log = cfg.Logger.With("remote", nc.RemoteAddr().String())
 	c.out.init(cfg.MaxQueued)
-	c.auth.Store(&[]proto.ID{{Scheme: "ip", ID: c.remoteIP}})
+	c.auth.Store(new(append([]proto.ID{{Scheme: "ip", ID: c.remoteIP}}, cfg.CertIDs...)))
 	stop := context.AfterFunc(ctx, c.Close)
 	defer stop()
 
@@ -291,6 +295,10 @@ func (c *Conn) finish() {
 // that changes ZooKeeper's order (see maxAuthIDs). Safe for concurrent
 // use; do not modify the result.
 func (c *Conn) Auth() []proto.ID { return *c.auth.Load() }
+
+// CertIDs returns the identities the connection has from its TLS client's
+// certificate (Config.CertIDs); do not modify the result.
+func (c *Conn) CertIDs() []proto.ID { return c.cfg.CertIDs }
 
 // Session returns the connection's session id (0 before the handshake).
 func (c *Conn) Session() int64 { return c.session }

@@ -94,7 +94,13 @@ const SecretLen = 32
 // the proposing server's configuration, as in ZooKeeper, where the leader
 // checks every write; carried in the entry, it applies alike on every
 // replica and at every replay, whatever their own configuration.
-const entryVersion = 3
+//
+// Version 4 encodes as version 3 and adds the x509 scheme to the schemes
+// AuthSchemes may name (tree.ACLRulesX509): x509 ids are valid in ACLs as
+// Java's X500Principal reads them, match, and count for "auth". A version
+// 3 entry never names x509; a replica of version 3 code would ignore it
+// and decide otherwise, so naming it needs the new version.
+const entryVersion = 4
 
 // ErrUnknownEntry is returned when a log entry is of a version or type this
 // server does not know: the log was written by a newer Collie, and applying
@@ -138,8 +144,8 @@ type Entry struct {
 	// ZooKeeper lists them in (tree.IDSet.Add).
 	Auth []proto.ID
 	// AuthSchemes are the ACL schemes beyond digest and ip that the
-	// proposing server has providers for: "sasl" or none (EntryRequest,
-	// version 3 on).
+	// proposing server has providers for: "sasl" (version 3 on), "x509"
+	// (version 4 on), or none (EntryRequest).
 	AuthSchemes []string
 	// Body is the request record, jute-encoded (EntryRequest), the path
 	// (EntryDeleteContainer), the secret (EntrySetSecret), or a member's
@@ -244,6 +250,9 @@ func (e *Entry) aclRules() tree.ACLRules {
 	rules := tree.ACLRulesZK38
 	if e.version() >= 3 && slices.Contains(e.AuthSchemes, tree.SchemeSASL) {
 		rules |= tree.ACLRulesSASL
+	}
+	if e.version() >= 4 && slices.Contains(e.AuthSchemes, tree.SchemeX509) {
+		rules |= tree.ACLRulesX509
 	}
 	return rules
 }

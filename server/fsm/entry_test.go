@@ -101,12 +101,7 @@ func TestEntryAuthSchemes(t *testing.T) {
 	f.Apply(1, &Entry{Type: EntryCreateSession, Session: 1, Timeout: 4000})
 	bob := []proto.ID{{Scheme: "ip", ID: "127.0.0.1"}, {Scheme: "sasl", ID: "bob"}}
 	saslACL := []proto.ACL{{Perms: proto.PermAll, ID: proto.ID{Scheme: "sasl", ID: "bob"}}}
-	index := uint64(1)
-	apply := func(version uint8, schemes []string, op proto.OpCode, req proto.Record) proto.Code {
-		index++
-		return f.Apply(index, &Entry{Version: version, Type: EntryRequest, Session: 1, Op: op, Auth: bob,
-			AuthSchemes: schemes, Body: proto.Marshal(req)}).Err
-	}
+	apply := requestApplier(f, bob)
 	if got := apply(2, nil, proto.OpCreate, &proto.CreateRequest{Path: "/v2", ACL: saslACL}); got != proto.ErrInvalidACL {
 		t.Errorf("version 2: create with a sasl ACL = %v, want InvalidACL", got)
 	}
@@ -126,5 +121,52 @@ func TestEntryAuthSchemes(t *testing.T) {
 	got, err := UnmarshalEntry(e.Marshal())
 	if err != nil || !reflect.DeepEqual(got.AuthSchemes, e.AuthSchemes) {
 		t.Errorf("round trip: %+v, %v", got, err)
+	}
+}
+
+// An x509 ACL is valid, and matches, from version 4 on and by the
+// providers its entry names; a version 3 entry naming x509 (which no
+// Collie wrote) applies as version 3 code applied it.
+func TestEntryX509Scheme(t *testing.T) {
+	// Reads decide by this replica's options; writes by their entries.
+	f := New(Options{X509Scheme: true})
+	f.Apply(1, &Entry{Type: EntryCreateSession, Session: 1, Timeout: 4000})
+	client := []proto.ID{{Scheme: "ip", ID: "127.0.0.1"}, {Scheme: "x509", ID: "CN=client,O=Example"}}
+	x509ACL := []proto.ACL{{Perms: proto.PermAll, ID: proto.ID{Scheme: "x509", ID: "CN=client,O=Example"}}}
+	apply := requestApplier(f, client)
+	if got := apply(3, []string{"x509"}, proto.OpCreate, &proto.CreateRequest{Path: "/v3", ACL: x509ACL}); got != proto.ErrInvalidACL {
+		t.Errorf("version 3: create with an x509 ACL = %v, want InvalidACL", got)
+	}
+	if got := apply(0, []string{"sasl"}, proto.OpCreate, &proto.CreateRequest{Path: "/none", ACL: x509ACL}); got != proto.ErrInvalidACL {
+		t.Errorf("no x509 provider: create with an x509 ACL = %v, want InvalidACL", got)
+	}
+	if got := apply(0, []string{"sasl", "x509"}, proto.OpCreate, &proto.CreateRequest{Path: "/a", ACL: x509ACL}); got != proto.OK {
+		t.Fatalf("x509 provider: create with an x509 ACL = %v", got)
+	}
+	if got := apply(0, nil, proto.OpSetData, &proto.SetDataRequest{Path: "/a", Version: -1}); got != proto.ErrNoAuth {
+		t.Errorf("no x509 provider: setData = %v, want NoAuth", got)
+	}
+	if got := apply(0, []string{"x509"}, proto.OpSetData, &proto.SetDataRequest{Path: "/a", Version: -1}); got != proto.OK {
+		t.Errorf("x509 provider: setData = %v", got)
+	}
+	auth := []proto.ACL{{Perms: proto.PermRead, ID: proto.ID{Scheme: "auth"}}}
+	if got := apply(0, []string{"x509"}, proto.OpCreate, &proto.CreateRequest{Path: "/auth", ACL: auth}); got != proto.OK {
+		t.Fatalf("x509 provider: create with an auth ACL = %v", got)
+	}
+	if r, code := f.Read(1, proto.OpGetACL, &proto.GetACLRequest{Path: "/auth"}, client); code != proto.OK ||
+		!reflect.DeepEqual(r.(*proto.GetACLResponse).ACL, []proto.ACL{{Perms: proto.PermRead, ID: client[1]}}) {
+		t.Errorf("auth expanded to %+v, %v; want the x509 identity", r, code)
+	}
+}
+
+// requestApplier returns a function that applies requests of session 1,
+// with the identities auth, as entries of the given version and schemes,
+// at the indexes after 1.
+func requestApplier(f *FSM, auth []proto.ID) func(version uint8, schemes []string, op proto.OpCode, req proto.Record) proto.Code {
+	index := uint64(1)
+	return func(version uint8, schemes []string, op proto.OpCode, req proto.Record) proto.Code {
+		index++
+		return f.Apply(index, &Entry{Version: version, Type: EntryRequest, Session: 1, Op: op, Auth: auth,
+			AuthSchemes: schemes, Body: proto.Marshal(req)}).Err
 	}
 }

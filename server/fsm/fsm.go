@@ -65,6 +65,8 @@ type Options struct {
 	// for the ACL checks of reads; writes decide by their entry's
 	// AuthSchemes.
 	SASLScheme bool
+	// X509Scheme says the same of the x509 scheme.
+	X509Scheme bool
 }
 
 // FSM is the state machine. The zero value is not usable; call New.
@@ -619,13 +621,18 @@ func multiResult(op proto.OpCode, r proto.Record) proto.OpResult {
 // WhoAmI returns the client infos of a connection's identities, given in
 // the order the connection added them, as ZooKeeper's whoAmI answers: in
 // the order ZooKeeper lists them (tree.ConnOrder), a digest identity
-// showing its user name.
+// showing its user name and super none: ZooKeeper asks each scheme's
+// provider for the user, and super has no provider (its x509 super
+// identity holds the subject, which decides its place in the order).
 func WhoAmI(ids []proto.ID) []proto.ClientInfo {
 	out := make([]proto.ClientInfo, 0, len(ids))
 	for _, id := range tree.ConnOrder(ids) {
 		user := id.ID
-		if id.Scheme == tree.SchemeDigest {
+		switch id.Scheme {
+		case tree.SchemeDigest:
 			user, _, _ = strings.Cut(id.ID, ":")
+		case tree.SchemeSuper:
+			user = ""
 		}
 		out = append(out, proto.ClientInfo{AuthScheme: id.Scheme, User: user})
 	}

@@ -13,8 +13,9 @@ import (
 // for a getData or getChildren that succeeded and for any exists.
 //
 // A read is answered once, by one server, and never replayed, so it
-// follows the newest rules (tree.ACLRulesZK38, with tree.ACLRulesSASL when
-// this server has the sasl provider), whatever the version of the entries
+// follows the newest rules (tree.ACLRulesZK38, with tree.ACLRulesSASL and
+// tree.ACLRulesX509 when this server has those providers), whatever the
+// version of the entries
 // that made the state it reads.
 func (f *FSM) Read(session int64, op proto.OpCode, req proto.Record, ids []proto.ID) (proto.Record, proto.Code) {
 	switch r := req.(type) {
@@ -195,8 +196,12 @@ func multiKind(ops []proto.MultiOp) opsKind {
 
 // ReadRules are the ACL rules of reads and watch deliveries on this server.
 func (f *FSM) ReadRules() tree.ACLRules {
+	rules := tree.ACLRulesZK38
 	if f.opts.SASLScheme {
-		return tree.ACLRulesZK38 | tree.ACLRulesSASL
+		rules |= tree.ACLRulesSASL
 	}
-	return tree.ACLRulesZK38
+	if f.opts.X509Scheme {
+		rules |= tree.ACLRulesX509
+	}
+	return rules
 }

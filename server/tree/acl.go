@@ -8,9 +8,9 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
-	"unicode"
 
 	"github.com/collie-io/collie/proto"
+	"github.com/collie-io/collie/server/x500"
 )
 
 // ACLRef names an ACL in a tree's table of distinct ACLs. Nodes hold a
@@ -121,6 +121,7 @@ const (
 	SchemeIP     = "ip"
 	SchemeSuper  = "super"
 	SchemeSASL   = "sasl"
+	SchemeX509   = "x509"
 )
 
 // ACLRules are the rules FixupACL and CheckACL decide by, where Collie's
@@ -149,13 +150,24 @@ const (
 	// in ACLs, match, and are among the identities "auth" expands to.
 	// Without it a sasl id in an ACL is InvalidACL and matches nothing.
 	ACLRulesSASL ACLRules = 1 << 7
+
+	// ACLRulesX509, added to ACLRulesZK38, says that the x509 scheme has a
+	// provider (X509AuthenticationProvider: a secure client port, or
+	// authProvider.N naming it): x509 ids are then valid in ACLs when
+	// Java's X500Principal reads them (x500.Valid), match an x509 id equal
+	// to them, and are among the identities "auth" expands to. Without
+	// it an x509 id in an ACL is InvalidACL and matches nothing.
+	ACLRulesX509 ACLRules = 1 << 6
 )
 
-// base returns the rules without ACLRulesSASL.
-func (r ACLRules) base() ACLRules { return r &^ ACLRulesSASL }
+// base returns the rules without the provider bits.
+func (r ACLRules) base() ACLRules { return r &^ (ACLRulesSASL | ACLRulesX509) }
 
 // sasl reports whether the sasl scheme has a provider under r.
 func (r ACLRules) sasl() bool { return r&ACLRulesSASL != 0 }
+
+// x509 reports whether the x509 scheme has a provider under r.
+func (r ACLRules) x509() bool { return r&ACLRulesX509 != 0 }
 
 // CheckACL reports whether a client with the given identities may do an
 // operation needing perm on a node with acl, by ZooKeeper's rules: an empty
@@ -164,6 +176,10 @@ func (r ACLRules) sasl() bool { return r&ACLRulesSASL != 0 }
 // a CIDR range (ipMatches, or ipMatchesV1 under ACLRulesV1). Under
 // ACLRulesSASL a sasl id matches a sasl ACL id equal to it, and the sasl id
 // "super" matches every sasl ACL id, as SASLAuthenticationProvider.matches.
+// Under ACLRulesX509 an x509 id matches an x509 ACL id equal to it.
+// (X509AuthenticationProvider.matches also lets the superUser subject
+// match every x509 ACL id; the connection that has that subject has the
+// super identity too, added by the same server, which passes every ACL.)
 func CheckACL(acl []proto.ACL, perm int32, ids []proto.ID, rules ACLRules) bool {
 	if len(acl) == 0 {
 		return true
@@ -191,6 +207,10 @@ func CheckACL(acl []proto.ACL, perm int32, ids []proto.ID, rules ACLRules) bool 
 				}
 			case SchemeSASL:
 				if rules.sasl() && (id.ID == "super" || id.ID == a.ID.ID) {
+					return true
+				}
+			case SchemeX509:
+				if rules.x509() && id.ID == a.ID.ID {
 					return true
 				}
 			case SchemeIP:
@@ -248,9 +268,11 @@ func FixupACL(acl []proto.ACL, ids []proto.ID, rules ACLRules) ([]proto.ACL, boo
 			found := false
 			for _, id := range ordered {
 				// Only identities of a provider that authenticates count:
-				// digest, and sasl when it has a provider. Not ip, and not
-				// super, which has no provider (ACLRulesV1 counted it).
-				if id.Scheme == SchemeDigest || id.Scheme == SchemeSASL && rules.sasl() || v1 && id.Scheme == SchemeSuper {
+				// digest, and sasl and x509 when they have providers. Not
+				// ip, and not super, which has no provider (ACLRulesV1
+				// counted it).
+				if id.Scheme == SchemeDigest || id.Scheme == SchemeSASL && rules.sasl() ||
+					id.Scheme == SchemeX509 && rules.x509() || v1 && id.Scheme == SchemeSuper {
 					found = true
 					out = append(out, proto.ACL{Perms: a.Perms, ID: id})
 				}
@@ -269,6 +291,11 @@ func FixupACL(acl []proto.ACL, ids []proto.ID, rules ACLRules) ([]proto.ACL, boo
 			out = append(out, a)
 		case a.ID.Scheme == SchemeSASL && rules.sasl():
 			if !ValidSASLID(a.ID.ID) {
+				return nil, false
+			}
+			out = append(out, a)
+		case a.ID.Scheme == SchemeX509 && rules.x509():
+			if !x500.Valid(a.ID.ID) {
 				return nil, false
 			}
 			out = append(out, a)
@@ -381,7 +408,7 @@ func javaParseInt(s string) (int32, bool) {
 	}
 	var n int64
 	for _, r := range s {
-		d := decimalDigit(r)
+		d := proto.JavaDigit(r)
 		if d < 0 {
 			return 0, false
 		}
@@ -393,25 +420,6 @@ func javaParseInt(s string) (int32, bool) {
 		n = -n
 	}
 	return int32(n), true
-}
-
-// decimalDigit returns the value of a decimal digit of the basic plane
-// (Unicode category Nd), or -1. Java reads a string by UTF-16 units, so a
-// digit beyond the basic plane is two surrogates to it, and no digit.
-func decimalDigit(r rune) int {
-	if r >= '0' && r <= '9' {
-		return int(r - '0')
-	}
-	if r < 0x80 || r > 0xffff {
-		return -1
-	}
-	// Every run of decimal digits in Unicode is whole tens, zero first.
-	for _, rg := range unicode.Nd.R16 {
-		if rune(rg.Lo) <= r && r <= rune(rg.Hi) && rg.Stride == 1 {
-			return int(r-rune(rg.Lo)) % 10
-		}
-	}
-	return -1
 }
 
 // ipMatches reports whether a client whose ip identity is client matches

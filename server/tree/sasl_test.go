@@ -14,23 +14,13 @@ func TestSASLACLs(t *testing.T) {
 	superSASL := []proto.ID{{Scheme: SchemeSASL, ID: "super"}}
 	on := ACLRulesZK38 | ACLRulesSASL
 
-	for _, tt := range []struct {
-		name  string
-		acl   []proto.ACL
-		ids   []proto.ID
-		rules ACLRules
-		want  bool
-	}{
+	checkACLCases(t, []checkACLCase{
 		{"own id", []proto.ACL{sasl("bob")}, bob, on, true},
 		{"another id", []proto.ACL{sasl("alice")}, bob, on, false},
 		{"sasl user super matches every sasl id", []proto.ACL{sasl("alice")}, superSASL, on, true},
 		{"but not other schemes", []proto.ACL{{Perms: all, ID: proto.ID{Scheme: SchemeDigest, ID: "super:x"}}}, superSASL, on, false},
 		{"without the provider nothing matches", []proto.ACL{sasl("bob")}, bob, ACLRulesZK38, false},
-	} {
-		if got := CheckACL(tt.acl, proto.PermRead, tt.ids, tt.rules); got != tt.want {
-			t.Errorf("%s: CheckACL = %v, want %v", tt.name, got, tt.want)
-		}
-	}
+	})
 
 	authACL := []proto.ACL{{Perms: all, ID: proto.ID{Scheme: SchemeAuth}}}
 	if got, ok := FixupACL(authACL, bob, on); !ok || !slices.Equal(got, []proto.ACL{sasl("bob")}) {
@@ -45,6 +35,24 @@ func TestSASLACLs(t *testing.T) {
 		}
 		if _, ok := FixupACL([]proto.ACL{sasl(id)}, nil, ACLRulesZK38); ok {
 			t.Errorf("sasl:%s valid without the provider", id)
+		}
+	}
+}
+
+// checkACLCase is a read by a caller with ids of a node with acl.
+type checkACLCase struct {
+	name  string
+	acl   []proto.ACL
+	ids   []proto.ID
+	rules ACLRules
+	want  bool
+}
+
+func checkACLCases(t *testing.T, cases []checkACLCase) {
+	t.Helper()
+	for _, tt := range cases {
+		if got := CheckACL(tt.acl, proto.PermRead, tt.ids, tt.rules); got != tt.want {
+			t.Errorf("%s: CheckACL = %v, want %v", tt.name, got, tt.want)
 		}
 	}
 }
