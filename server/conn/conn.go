@@ -258,6 +258,9 @@ func Serve(ctx context.Context, nc net.Conn, backend Backend, cfg Config) {
 	c.log = cfg.Logger.With("remote", nc.RemoteAddr().String())
 	c.out.init(cfg.MaxQueued)
 	c.auth.Store(new(append([]proto.ID{{Scheme: "ip", ID: c.remoteIP}}, cfg.CertIDs...)))
+	// Made before the handshake: the server knows the connection from
+	// OpenSession on, and its statistics read slots from then.
+	c.slots = make(chan struct{}, cfg.MaxOutstanding)
 	stop := context.AfterFunc(ctx, c.Close)
 	defer stop()
 
@@ -269,7 +272,6 @@ func Serve(ctx context.Context, nc net.Conn, backend Backend, cfg Config) {
 	}
 	c.requests = make(chan *item, cfg.MaxOutstanding)
 	c.wake = make(chan struct{}, 1)
-	c.slots = make(chan struct{}, cfg.MaxOutstanding)
 	c.wg.Go(c.process)
 	c.read()
 	c.finish()
@@ -290,6 +292,15 @@ func (c *Conn) finish() {
 	c.wg.Wait()
 }
 
+// setSession records the connection's session. The server knows the
+// connection from OpenSession on, so cons may read them concurrently:
+// under the lock ConsLine takes.
+func (c *Conn) setSession(id int64, timeout time.Duration) {
+	c.stats.mu.Lock()
+	defer c.stats.mu.Unlock()
+	c.session, c.timeout = id, timeout
+}
+
 // Auth returns the identities the connection has authenticated as, its
 // address ("ip") first, then in the order they came, one given again where
 // that changes ZooKeeper's order (see maxAuthIDs). Safe for concurrent
@@ -301,14 +312,24 @@ func (c *Conn) Auth() []proto.ID { return *c.auth.Load() }
 func (c *Conn) CertIDs() []proto.ID { return c.cfg.CertIDs }
 
 // Session returns the connection's session id (0 before the handshake).
-func (c *Conn) Session() int64 { return c.session }
+// Safe for concurrent use.
+func (c *Conn) Session() int64 {
+	c.stats.mu.Lock()
+	defer c.stats.mu.Unlock()
+	return c.session
+}
 
 // ReadOnly reports whether the connection's session is a read-only one
 // (see Session.ReadOnly).
 func (c *Conn) ReadOnly() bool { return c.readOnly.Load() }
 
-// Timeout returns the negotiated session timeout.
-func (c *Conn) Timeout() time.Duration { return c.timeout }
+// Timeout returns the negotiated session timeout. Safe for concurrent
+// use.
+func (c *Conn) Timeout() time.Duration {
+	c.stats.mu.Lock()
+	defer c.stats.mu.Unlock()
+	return c.timeout
+}
 
 // RemoteAddr returns the client's address.
 func (c *Conn) RemoteAddr() net.Addr { return c.nc.RemoteAddr() }
@@ -475,14 +496,14 @@ func (c *Conn) handshake() bool {
 			c.log.Log(c.ctx, level, "cannot open session", "err", err)
 			return false
 		}
-		c.session, c.timeout = sess.ID, sess.Timeout
+		c.setSession(sess.ID, sess.Timeout)
 		c.readOnly.Store(sess.ReadOnly)
 		resp.SessionID, resp.Passwd, resp.TimeOut = sess.ID, sess.Passwd, int32(sess.Timeout/time.Millisecond)
 		resp.ReadOnly = sess.ReadOnly
 	} else {
 		timeout, valid := c.backend.ResumeSession(c.ctx, c, req.SessionID, req.Passwd, requested)
 		if valid {
-			c.session, c.timeout = req.SessionID, timeout
+			c.setSession(req.SessionID, timeout)
 			resp.SessionID, resp.Passwd, resp.TimeOut = req.SessionID, req.Passwd, int32(timeout/time.Millisecond)
 		} else {
 			// An expired or unknown session: the client learns it from a

@@ -349,3 +349,36 @@ func TestIPIdentity(t *testing.T) {
 		t.Errorf("ipIdentity of a pipe = %q, want its text", got)
 	}
 }
+
+// statsBackend hands each connection it opens a session for to a
+// goroutine that reads what mntr, cons and the admin server read of it,
+// as those may from the moment the server knows the connection.
+type statsBackend struct {
+	echoBackend
+	wg sync.WaitGroup
+}
+
+func (b *statsBackend) OpenSession(ctx context.Context, c *Conn, d time.Duration, readOnly bool) (Session, error) {
+	b.wg.Go(func() {
+		for range 100 {
+			c.Outstanding()
+			c.Counts()
+			c.Auth()
+			c.ConsLine()
+			c.ReadOnly()
+			c.Session()
+			c.Timeout()
+		}
+	})
+	return b.echoBackend.OpenSession(ctx, c, d, readOnly)
+}
+
+// The statistics of a connection may be read while its handshake ends
+// and its first requests run: under the race detector, a field that the
+// connection sets up after the handshake without synchronization fails
+// this test.
+func TestStatisticsReadDuringHandshake(t *testing.T) {
+	b := &statsBackend{}
+	serveWith(t, b, append(connectFrame(), request(1, proto.OpExists, &proto.ExistsRequest{Path: "/"})...), 20*time.Millisecond)
+	b.wg.Wait()
+}
