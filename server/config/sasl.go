@@ -84,9 +84,10 @@ func (p *parser) finishSASL() {
 	}
 }
 
-// validateSASL checks the SASL settings as ZooKeeper checks them at start,
-// and what Collie needs on top: a JAAS file that names no server section
-// would leave SASL clients nothing to authenticate against.
+// validateSASL checks the SASL settings as ZooKeeper checks them at start.
+// A JAAS file without the server's section is not an error, as in
+// ZooKeeper, which then serves without SASL (Kazoo's test harness gives
+// every server such a file); the caller warns (NoSASLSection).
 func (c Config) validateSASL() []error {
 	var errs []error
 	for _, s := range c.EnforceAuthSchemes {
@@ -99,11 +100,16 @@ func (c Config) validateSASL() []error {
 			errs = append(errs, fmt.Errorf("enforce.auth.schemes: authentication scheme %q is not available (sasl, digest and ip are)", s))
 		}
 	}
-	if c.JAASConfigFile != "" && c.SASLUsers == nil {
-		errs = append(errs, fmt.Errorf("%s: %s has no section %s (sasl.serverconfig) with the server's users",
-			jaasKey, c.JAASConfigFile, c.saslSection()))
-	}
 	return errs
+}
+
+// NoSASLSection says why the server runs without SASL although a JAAS
+// file is named, or returns "" when it does not.
+func (c Config) NoSASLSection() string {
+	if c.JAASConfigFile == "" || c.SASLUsers != nil {
+		return ""
+	}
+	return fmt.Sprintf("%s has no section %s (sasl.serverconfig): no SASL users, clients cannot authenticate with SASL", c.JAASConfigFile, c.saslSection())
 }
 
 // jaasPath returns the file a java.security.auth.login.config value
@@ -122,15 +128,8 @@ func jaasPath(v string) string {
 // zkServer.sh's users set it: the last one given, JVMFLAGS after
 // SERVER_JVMFLAGS, as zkServer.sh puts them on java's command line.
 func jaasFromJVMFlags(getenv func(string) string) string {
-	var path string
-	for _, v := range []string{"SERVER_JVMFLAGS", "JVMFLAGS"} {
-		for _, f := range strings.Fields(getenv(v)) {
-			if value, ok := strings.CutPrefix(f, "-D"+jaasKey+"="); ok {
-				path = jaasPath(value)
-			}
-		}
-	}
-	return path
+	value, _ := JVMProperty(getenv, jaasKey, "SERVER_JVMFLAGS", "JVMFLAGS")
+	return jaasPath(value)
 }
 
 // saslSection is the JAAS section of the server's users.
