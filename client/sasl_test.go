@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"encoding/binary"
 	"errors"
+	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -401,4 +404,40 @@ func TestSASLBoundedByReadTimeout(t *testing.T) {
 	if string(token) != "hello" {
 		t.Fatalf("second connection's first token %q (xid %d)", token, xid)
 	}
+}
+
+// FuzzSASLReplies answers a connection's sasl packets with arbitrary
+// bytes, then closes it. Nothing may panic, and the client never
+// authenticates with DIGEST-MD5: only a server that knows the password can
+// produce the rspauth of the client's random cnonce.
+func FuzzSASLReplies(f *testing.F) {
+	reply := func(hdr proto.ReplyHeader, token []byte) []byte {
+		b := proto.AppendMarshal(nil, &hdr)
+		b = proto.AppendMarshal(b, &proto.SetSASLResponse{Token: token})
+		return append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...)
+	}
+	challenge := []byte(`realm="zk-sasl-md5",nonce="abc",charset=utf-8,algorithm=md5-sess`)
+	f.Add(reply(proto.ReplyHeader{Xid: 1}, challenge))
+	f.Add(slices.Concat(reply(proto.ReplyHeader{Xid: 1}, challenge), reply(proto.ReplyHeader{Xid: 2}, []byte("rspauth=00000000000000000000000000000000"))))
+	f.Add(reply(proto.ReplyHeader{Xid: 1, Err: proto.ErrAuthFailed}, nil))
+	f.Add(slices.Concat(reply(proto.ReplyHeader{Xid: proto.XidPing}, nil), reply(proto.ReplyHeader{Xid: 7}, challenge)))
+	f.Add([]byte{0, 0, 0, 3, 1, 2, 3})
+	f.Fuzz(func(t *testing.T, replies []byte) {
+		cc, sc := net.Pipe()
+		var wg sync.WaitGroup
+		wg.Go(func() { io.Copy(io.Discard, sc) })
+		wg.Go(func() {
+			defer sc.Close()
+			sc.Write(replies)
+		})
+		c := &Client{cfg: Config{SASL: digest("bob", "bobsecret"), MaxPacket: 1 << 16}, ctx: t.Context(), log: slog.New(slog.DiscardHandler)}
+		c.watches.init()
+		cn := &conn{c: c, nc: cc, br: bufio.NewReader(cc), addr: "zk1:2181"}
+		err := c.authenticate(cn, testTimeout)
+		cc.Close()
+		wg.Wait()
+		if err == nil {
+			t.Fatal("authenticated by a server that does not know the password")
+		}
+	})
 }
