@@ -12,6 +12,15 @@ import (
 )
 
 // A SASLMechanism is the client side of one SASL mechanism for one connection.
+//
+// The client calls Start once, with the host of the server's address as
+// the connect string names it, and sends the token it returns, even an
+// empty one. It gives Next each token the server answers with until
+// Complete reports true; a token Next returns is sent even then, and the
+// server's answer to it ends the exchange, whatever it holds. An error
+// from Start or Next, or a server reply with an error code, fails the
+// exchange (StateAuthFailed). Messages of errors must not hold secrets:
+// the client logs them.
 type SASLMechanism interface {
 	Name() string                                        // "DIGEST-MD5", "GSSAPI"
 	Start(serverHost string) (initial []byte, err error) // the first token to send (may be empty, as DIGEST-MD5's)
