@@ -64,6 +64,15 @@ type Config struct {
 	// its address in the connect string. Package tlsconfig reads
 	// ZooKeeper's key and trust stores (JKS, PKCS12, PEM) into one.
 	TLS *tls.Config
+	// SASL, when set, authenticates every connection with the mechanism
+	// it returns, a new one for each, right after the session is
+	// established and before anything else is sent, as ZooKeeper's Java
+	// client does with a JAAS Client section; requests wait meanwhile.
+	// Package digestmd5 has ZooKeeper's DIGEST-MD5. When the server
+	// refuses, or the mechanism fails, the client ends in
+	// StateAuthFailed: Dial returns an error wrapping ErrAuthFailed, and
+	// so do every request and watch after. Nil: no SASL.
+	SASL func() SASLMechanism
 }
 
 const (
@@ -166,6 +175,11 @@ type Client struct {
 	preferred int
 	closed    bool  // no goroutine may be started any more
 	lastErr   error // why the last connection attempt failed, for Dial
+	// unannounced: the session was created on a connection whose SASL
+	// exchange did not finish, so its user has not seen it connected yet.
+	unannounced bool
+	authErr     error         // why SASL failed, in StateAuthFailed
+	failed      chan struct{} // closed at StateAuthFailed
 
 	renew     chan struct{} // capacity 1: Renew was called
 	wg        sync.WaitGroup
@@ -195,6 +209,7 @@ func Dial(ctx context.Context, connect string, cfg Config) (*Client, error) {
 		auths:     append([]Auth(nil), cfg.Auth...),
 		stateSubs: map[*Stream[State]]struct{}{},
 		up:        make(chan struct{}),
+		failed:    make(chan struct{}),
 		renew:     make(chan struct{}, 1),
 		timeout:   cfg.SessionTimeout,
 		preferred: -1,
@@ -207,6 +222,12 @@ func Dial(ctx context.Context, connect string, cfg Config) (*Client, error) {
 	select {
 	case <-up:
 		return c, nil
+	case <-c.failed:
+		c.mu.Lock()
+		err := c.authErr
+		c.mu.Unlock()
+		c.Close()
+		return nil, fmt.Errorf("client: connect to %s: %w", connect, err)
 	case <-ctx.Done():
 		c.mu.Lock()
 		last := c.lastErr
@@ -292,6 +313,11 @@ func (c *Client) Renew(ctx context.Context) error {
 	if c.state.Connected() {
 		c.mu.Unlock()
 		return nil
+	}
+	if c.state == StateAuthFailed {
+		err := c.authErr
+		c.mu.Unlock()
+		return err
 	}
 	c.wantRenew = true
 	up := c.up
@@ -411,6 +437,10 @@ func (c *Client) run() {
 		failures = 0
 		c.serve(cn, resp)
 		if c.ctx.Err() != nil {
+			return
+		}
+		if c.State() == StateAuthFailed {
+			<-c.ctx.Done()
 			return
 		}
 		c.mu.Lock()
@@ -548,7 +578,7 @@ func (c *Client) handshake(nc net.Conn, req *proto.ConnectRequest) (*proto.Conne
 // closes, then fails the calls it had sent.
 func (c *Client) serve(cn *conn, resp *proto.ConnectResponse) {
 	c.mu.Lock()
-	resumed := c.session != 0 && c.session == resp.SessionID
+	resumed := c.session != 0 && c.session == resp.SessionID && !c.unannounced
 	// What a read-only session watched, the session that follows it
 	// watches: to its user it is one session, which has moved.
 	resumed = resumed || c.readOnlySession
@@ -564,8 +594,31 @@ func (c *Client) serve(cn *conn, resp *proto.ConnectResponse) {
 		state = StateReconnected
 	}
 	auths := append([]Auth(nil), c.auths...)
+	c.mu.Unlock()
+
+	if c.cfg.SASL != nil {
+		if err := c.authenticate(cn, cn.readTimeout); err != nil {
+			cn.nc.Close()
+			if c.ctx.Err() != nil {
+				return
+			}
+			if isSASLFailure(err) {
+				c.log.Error("SASL authentication failed; no connection will be tried again", "session", sessionID(resp.SessionID), "peer", cn.addr, "err", err)
+				c.authFailed(err)
+				return
+			}
+			c.log.Debug("connection lost during SASL authentication", "session", sessionID(resp.SessionID), "peer", cn.addr, "err", err)
+			c.mu.Lock()
+			c.lastErr = fmt.Errorf("SASL authentication: %w", err)
+			c.unannounced = !resumed
+			c.mu.Unlock()
+			return
+		}
+	}
+	c.mu.Lock()
 	c.wantRenew = false
 	c.lastErr = nil
+	c.unannounced = false
 	c.mu.Unlock()
 
 	cn.primers = c.primers(auths, resumed)

@@ -90,6 +90,15 @@
 // before 3.6) relative to the last zxid seen: a one-shot watch whose node
 // changed meanwhile fires then, exactly once, and the others stay armed.
 //
+// # SASL
+//
+// Config.SASL authenticates every connection with a SASLMechanism (package
+// digestmd5 has ZooKeeper's DIGEST-MD5) as ZooKeeper's Java client does:
+// right after the session is established, before any other packet, while
+// requests wait. A refused exchange ends the client in StateAuthFailed,
+// where everything fails with ErrAuthFailed and no connection is tried
+// again; Dial returns that error when it happens on the first connection.
+//
 // # Goroutines
 //
 // A Client runs a session loop (connect, fail over, expire, renew), a

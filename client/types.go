@@ -111,9 +111,14 @@ const (
 	StateExpired
 	// StateClosed: Close has ended the client.
 	StateClosed
+	// StateAuthFailed: the SASL exchange of Config.SASL failed (Java's
+	// AUTH_FAILED): the server refused the credentials or the mechanism
+	// failed. The client tries no other connection; requests and watches
+	// fail with ErrAuthFailed until Close.
+	StateAuthFailed
 )
 
-var stateNames = [...]string{"Connecting", "Connected", "Disconnected", "Reconnected", "ReadOnly", "Expired", "Closed"}
+var stateNames = [...]string{"Connecting", "Connected", "Disconnected", "Reconnected", "ReadOnly", "Expired", "Closed", "AuthFailed"}
 
 func (s State) String() string {
 	if s >= 0 && int(s) < len(stateNames) {

@@ -75,6 +75,9 @@ type Config struct {
 	// TLS, when set, makes every session's connection a TLS one, as
 	// client.Config.TLS.
 	TLS *tls.Config
+	// SASL, when set, authenticates every session's connections, as
+	// client.Config.SASL.
+	SASL func() client.SASLMechanism
 	// Progress receives a line about once a second while the run goes:
 	// elapsed time, ops/s over the last second, p99 so far, errors. Nil:
 	// none.
@@ -285,7 +288,7 @@ func prepare(ctx context.Context, cfg *Config, label, connect string) (_ *target
 	}()
 	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
-	t.admin, err = client.Dial(dctx, connect, client.Config{SessionTimeout: cfg.SessionTimeout, MaxPacket: adminMaxPacket, TLS: cfg.TLS})
+	t.admin, err = client.Dial(dctx, connect, client.Config{SessionTimeout: cfg.SessionTimeout, MaxPacket: adminMaxPacket, TLS: cfg.TLS, SASL: cfg.SASL})
 	if err != nil {
 		return nil, err
 	}
@@ -293,7 +296,7 @@ func prepare(ctx context.Context, cfg *Config, label, connect string) (_ *target
 		return nil, err
 	}
 	if cfg.Workload != "sessions" {
-		if t.clients, err = dialAll(dctx, t.servers, cfg.Clients, client.Config{SessionTimeout: cfg.SessionTimeout, TLS: cfg.TLS}); err != nil {
+		if t.clients, err = dialAll(dctx, t.servers, cfg.Clients, client.Config{SessionTimeout: cfg.SessionTimeout, TLS: cfg.TLS, SASL: cfg.SASL}); err != nil {
 			return nil, err
 		}
 	}

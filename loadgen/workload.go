@@ -51,7 +51,7 @@ func newWorkload(cfg *Config, root string) (workload, error) {
 	case "watch":
 		return &watchLoad{workerNodes{root: root, data: data}}, nil
 	case "sessions":
-		return &sessionLoad{ccfg: client.Config{SessionTimeout: cfg.SessionTimeout, TLS: cfg.TLS}}, nil
+		return &sessionLoad{ccfg: client.Config{SessionTimeout: cfg.SessionTimeout, TLS: cfg.TLS, SASL: cfg.SASL}}, nil
 	case "fill":
 		return &fillLoad{root: root, data: data, nodes: int64(cfg.Nodes)}, nil
 	}

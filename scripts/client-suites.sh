@@ -6,7 +6,7 @@
 # stand-in for java (scripts/client-suites/java) runs `collie server -c` on
 # that zoo.cfg where the harness runs ZooKeeper. Exits 1 if a test that
 # passes on ZooKeeper fails on Collie, except the tests of features Collie
-# does not have yet (reconfig, SASL), listed in this script.
+# does not have yet (reconfig), listed in this script.
 #
 # Usage: ./scripts/client-suites.sh [options]
 #   --suite NAME     go-zookeeper or kazoo (default: both, one after the other)
@@ -80,8 +80,6 @@ excluded=(
 	go-zookeeper:TestIntegration_IncrementalReconfig
 	go-zookeeper:TestIntegration_Reconfig
 	kazoo:test_client.TestReconfig.
-	# SASL authentication.
-	kazoo:test_sasl.
 )
 
 python=/usr/bin/python3 # Debian's, which has kazoo; not whichever is first on PATH

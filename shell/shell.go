@@ -32,6 +32,9 @@ type Config struct {
 	// TLS, when set, connects over TLS with this configuration (see
 	// client.Config.TLS).
 	TLS *tls.Config
+	// SASL, when set, authenticates every connection with the mechanism
+	// it returns (see client.Config.SASL).
+	SASL func() client.SASLMechanism
 	// Stdout and Stderr receive the output; default io.Discard. When Run
 	// reads a terminal and Stdout is one, both go to Stdout.
 	Stdout, Stderr io.Writer
@@ -105,7 +108,7 @@ func (sh *Shell) connect(ctx context.Context, server string, announce bool) erro
 	sh.server = server
 	dctx, cancel := context.WithTimeout(ctx, sh.cfg.Timeout)
 	defer cancel()
-	c, err := client.Dial(dctx, server, client.Config{SessionTimeout: sh.cfg.Timeout, ReadOnly: sh.cfg.ReadOnly, TLS: sh.cfg.TLS})
+	c, err := client.Dial(dctx, server, client.Config{SessionTimeout: sh.cfg.Timeout, ReadOnly: sh.cfg.ReadOnly, TLS: sh.cfg.TLS, SASL: sh.cfg.SASL})
 	if err != nil {
 		return fmt.Errorf("cannot connect to %s: %w", server, err)
 	}

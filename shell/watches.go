@@ -44,6 +44,8 @@ func stateEvent(s client.State) watchedEvent {
 		state = "Expired"
 	case client.StateClosed:
 		state = "Closed"
+	case client.StateAuthFailed:
+		state = "AuthFailed"
 	}
 	return watchedEvent{state: state, typ: "None"}
 }

@@ -380,3 +380,35 @@ func TestSASLProtocol(t *testing.T) {
 		}
 	})
 }
+
+// TestSASLCollieCLI runs collie cli as zkCli.sh is run in
+// TestSASLJavaClient, the JAAS file and section in CLIENT_JVMFLAGS,
+// against ZooKeeper 3.8 and Collie: whoami prints what zkCli.sh prints,
+// and a refused password fails the command on both.
+func TestSASLCollieCLI(t *testing.T) {
+	requireClientTool(t, zkCliPath, "zookeeper")
+	zookeeper, collie := startSASLServers(t)
+	jaas, err := filepath.Abs(saslJAAS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, zkCliOut := runZkCliSASL(t, zookeeper.addr, "Client", "whoami")
+	for _, srv := range []interopServer{zookeeper, collie} {
+		t.Run(srv.name, func(t *testing.T) {
+			t.Setenv("JVMFLAGS", "")
+			t.Setenv("CLIENT_JVMFLAGS", "-Xmx64m -Djava.security.auth.login.config="+jaas)
+			exit, out := runCollie(t, t.TempDir(), "cli", "-server", srv.addr, "whoami")
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			slices.Sort(lines)
+			want := slices.DeleteFunc(slices.Clone(zkCliOut), func(l string) bool { return !strings.Contains(l, ": ") })
+			slices.Sort(want)
+			if exit != 0 || !slices.Equal(lines, want) || !slices.Contains(lines, "sasl: bob") {
+				t.Errorf("collie cli whoami: exit %d\n%s\nzkCli.sh printed:\n%s", exit, out, strings.Join(want, "\n"))
+			}
+			t.Setenv("CLIENT_JVMFLAGS", "-Djava.security.auth.login.config="+jaas+" -Dzookeeper.sasl.clientconfig=BadClient")
+			if exit, out := runCollie(t, t.TempDir(), "cli", "-server", srv.addr, "whoami"); exit != 1 || !strings.Contains(out, "the server refused the credentials") {
+				t.Errorf("collie cli with a wrong password: exit %d\n%s", exit, out)
+			}
+		})
+	}
+}

@@ -82,6 +82,8 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.SessionTimeout, "session-timeout", loadgen.DefaultSessionTimeout, "session timeout to ask for")
 	var tf tlsFlags
 	tf.register(fs)
+	var sf saslFlags
+	sf.register(fs)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	quiet := fs.Bool("quiet", false, "no progress line on stderr")
 	if err := fs.Parse(args); err != nil {
@@ -107,6 +109,10 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cfg.TLS = tlsConfig
+	if cfg.SASL, err = sf.mechanism(os.Getenv, stderr); err != nil {
+		fmt.Fprintf(stderr, "collie bench: %v\n", err)
+		return 2
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

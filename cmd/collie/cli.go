@@ -19,7 +19,7 @@ func runCLI(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("collie cli", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, "usage: collie cli [-server host:port[,host:port...][/chroot]] [-timeout ms] [-r] [-json] [-tls ...] [command args...]\n\n")
+		fmt.Fprint(stderr, "usage: collie cli [-server host:port[,host:port...][/chroot]] [-timeout ms] [-r] [-json] [-tls ...] [-jaas file | -sasl-user name -sasl-password-file file] [command args...]\n\n")
 		fs.PrintDefaults()
 		fmt.Fprint(stderr, "\nWithout a command, commands are read from standard input; type help for the list.\n")
 	}
@@ -30,6 +30,8 @@ func runCLI(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	fs.Bool("waitforconnection", true, "accepted for zkCli.sh's sake: the shell always waits for its session")
 	var tf tlsFlags
 	tf.register(fs)
+	var sf saslFlags
+	sf.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -42,8 +44,14 @@ func runCLI(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "collie cli: %v\n", err)
 		return 2
 	}
+	sasl, err := sf.mechanism(os.Getenv, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "collie cli: %v\n", err)
+		return 2
+	}
 	sh := shell.New(shell.Config{
 		TLS:      tlsConfig,
+		SASL:     sasl,
 		Server:   *server,
 		Timeout:  time.Duration(*timeoutMS) * time.Millisecond,
 		ReadOnly: *readOnly,

@@ -106,6 +106,9 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 		for _, key := range cfg.Unknown {
 			logger.Warn("ignoring unknown configuration key", "key", key, "file", *cfgPath)
 		}
+		if why := cfg.NoSASLSection(); why != "" {
+			logger.Warn("serving without SASL", "reason", why)
+		}
 	}
 	if *port != 0 {
 		cfg.ClientPort = *port

@@ -324,8 +324,8 @@ func SASLUsers(sections map[string][]JAASModule, section string) (users map[stri
 // c.SASLUsers and, when its section logs in with Kerberos,
 // c.SASLKerberos, then the krb5.conf and the keytab; and, with
 // quorum.auth.enableSasl, into c.QuorumAuth. A file without the client
-// port's section is refused unless it serves SASL between servers:
-// ZooKeeper then runs without SASL on the client port.
+// port's section leaves the client port without SASL, as in ZooKeeper
+// (see NoSASLSection).
 func (c *Config) loadSASL(getenv func(string) string) error {
 	if c.JAASConfigFile == "" {
 		return nil
@@ -352,11 +352,6 @@ func (c *Config) loadSASL(getenv func(string) string) error {
 		if err := c.QuorumAuth.load(c.JAASConfigFile, sections); err != nil {
 			return err
 		}
-	}
-	_, quorum := sections[c.QuorumAuth.serverSection()]
-	if !ok && !quorum {
-		return fmt.Errorf("%s: %s has no section %s (sasl.serverconfig) with the server's users",
-			jaasKey, c.JAASConfigFile, c.saslSection())
 	}
 	return nil
 }

@@ -95,7 +95,7 @@ func (p *parser) setKerberos(key, name, value string) bool {
 func (c *Config) loadKrb5Conf(getenv func(string) string, kerberos bool) error {
 	k := &c.Krb5
 	if k.ConfFile == "" {
-		k.ConfFile = strings.TrimPrefix(propertyFromJVMFlags(getenv, krb5ConfKey), "file:")
+		k.ConfFile = strings.TrimPrefix(serverJVMProperty(getenv, krb5ConfKey), "file:")
 	}
 	if k.ConfFile == "" {
 		k.ConfFile = getenv("KRB5_CONFIG")

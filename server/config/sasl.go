@@ -88,8 +88,9 @@ func (p *parser) finishSASL() {
 }
 
 // validateSASL checks the SASL settings as ZooKeeper checks them at start.
-// (What Collie needs on top, a JAAS file with a server section, is checked
-// as Load reads it: see loadSASL.)
+// A JAAS file without the server's section is not an error, as in
+// ZooKeeper, which then serves without SASL (Kazoo's test harness gives
+// every server such a file); the caller warns (NoSASLSection).
 func (c Config) validateSASL() []error {
 	var errs []error
 	for _, s := range c.EnforceAuthSchemes {
@@ -104,6 +105,15 @@ func (c Config) validateSASL() []error {
 		}
 	}
 	return errs
+}
+
+// NoSASLSection says why the server runs without SASL although a JAAS
+// file is named, or returns "" when it does not.
+func (c Config) NoSASLSection() string {
+	if c.JAASConfigFile == "" || c.SASLUsers != nil {
+		return ""
+	}
+	return fmt.Sprintf("%s has no section %s (sasl.serverconfig): no SASL users, clients cannot authenticate with SASL", c.JAASConfigFile, c.saslSection())
 }
 
 // jaasPath returns the file a java.security.auth.login.config value
@@ -121,22 +131,14 @@ func jaasPath(v string) string {
 // in the SERVER_JVMFLAGS and JVMFLAGS environment variables, where
 // zkServer.sh's users set it.
 func jaasFromJVMFlags(getenv func(string) string) string {
-	return jaasPath(propertyFromJVMFlags(getenv, jaasKey))
+	return jaasPath(serverJVMProperty(getenv, jaasKey))
 }
 
-// propertyFromJVMFlags returns the value of the Java system property key
-// as -Dkey=value in the SERVER_JVMFLAGS and JVMFLAGS environment
-// variables: the last one given, JVMFLAGS after SERVER_JVMFLAGS, as
-// zkServer.sh puts them on java's command line.
-func propertyFromJVMFlags(getenv func(string) string, key string) string {
-	var value string
-	for _, v := range []string{"SERVER_JVMFLAGS", "JVMFLAGS"} {
-		for _, f := range strings.Fields(getenv(v)) {
-			if v, ok := strings.CutPrefix(f, "-D"+key+"="); ok {
-				value = v
-			}
-		}
-	}
+// serverJVMProperty returns the value of the Java system property key
+// given as -Dkey=value in the SERVER_JVMFLAGS and JVMFLAGS environment
+// variables, as zkServer.sh puts them on java's command line.
+func serverJVMProperty(getenv func(string) string, key string) string {
+	value, _ := JVMProperty(getenv, key, "SERVER_JVMFLAGS", "JVMFLAGS")
 	return value
 }
 

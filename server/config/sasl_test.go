@@ -129,8 +129,13 @@ func TestLoadReadsJAASFile(t *testing.T) {
 	if err != nil || !maps.Equal(c.SASLUsers, map[string]string{"bob": "bobsecret"}) {
 		t.Fatalf("Load: %v, users %q", err, c.SASLUsers)
 	}
-	if _, err := Load(filepath.Join(dir, "nosection.cfg")); err == nil || !strings.Contains(err.Error(), "has no section Other") {
-		t.Errorf("a JAAS file without the section: %v", err)
+	// As ZooKeeper, a file without the section means no SASL, not a
+	// failure to start.
+	if c, err := Load(filepath.Join(dir, "nosection.cfg")); err != nil || c.SASLUsers != nil || !strings.Contains(c.NoSASLSection(), "has no section Other") {
+		t.Errorf("a JAAS file without the section: %v, users %q, %q", err, c.SASLUsers, c.NoSASLSection())
+	}
+	if c.NoSASLSection() != "" {
+		t.Errorf("NoSASLSection with users: %q", c.NoSASLSection())
 	}
 
 	// ZooKeeper's scripts take the file from the JVM's flags.
