@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -762,7 +763,7 @@ func awaitState(t *testing.T, ctx context.Context, states *client.Stream[client.
 // restart from what it stored.
 func TestEnsembleFollowerCatchesUpBySnapshot(t *testing.T) {
 	e := collietest.StartEnsemble(t, 3, 0, collietest.WithConfig(func(c *config.Config) { c.SnapCount = 10 }))
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	_, f := followerOf(t, e)
 	f.Stop()
@@ -773,25 +774,41 @@ func TestEnsembleFollowerCatchesUpBySnapshot(t *testing.T) {
 		}
 	}
 	writer := dialClient(t, strings.Join(running, ","), client.Config{RenewSession: true})
-	// More bytes than the leader keeps in its log past a snapshot.
-	data := make([]byte, 512<<10)
-	const nodes = 48
-	for i := range nodes {
-		data[0] = byte(i)
-		path := fmt.Sprintf("/big%02d", i)
-		// Two servers of a loaded test machine on a 100 ms tick may
-		// change leaders, and a 2 s session may expire (the writer
-		// renews it): a create whose outcome was lost is sent again.
-		for {
-			_, _, err := writer.Create(ctx, path, data, client.ModePersistent, nil)
-			if err == nil || errors.Is(err, client.ErrNodeExists) {
-				break
+	// More bytes than the leader keeps in its log past a snapshot, from
+	// a few writers at once, so that the leader syncs them in groups: one
+	// at a time, they take a minute on a loaded machine.
+	const nodes, writers = 48, 4
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Go(func() {
+			data := make([]byte, 512<<10)
+			for i := w; i < nodes; i += writers {
+				data[0] = byte(i)
+				path := fmt.Sprintf("/big%02d", i)
+				// Two servers of a loaded test machine on a 100 ms tick
+				// may change leaders, and a 2 s session may expire (the
+				// writer renews it): a create whose outcome was lost is
+				// sent again.
+				for {
+					_, _, err := writer.Create(ctx, path, data, client.ModePersistent, nil)
+					if err == nil || errors.Is(err, client.ErrNodeExists) {
+						break
+					}
+					if !errors.Is(err, client.ErrConnectionLoss) && !errors.Is(err, client.ErrSessionExpired) {
+						errs <- fmt.Errorf("create %s: %w", path, err)
+						return
+					}
+				}
 			}
-			if !errors.Is(err, client.ErrConnectionLoss) && !errors.Is(err, client.ErrSessionExpired) {
-				t.Fatal(err)
-			}
-		}
+		})
 	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	data := make([]byte, 512<<10)
 	f.Restart()
 	last := fmt.Sprintf("/big%02d", nodes-1)
 	waitFor(t, "the follower to serve the last write", func() bool { return len(tryGet(f.Addr(), last)) == len(data) })

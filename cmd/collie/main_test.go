@@ -59,7 +59,7 @@ func writeZooCfg(t *testing.T, dir, extra string) int {
 // key and its line.
 func TestServerRefusesKeyAskingForTLS(t *testing.T) {
 	dir := t.TempDir()
-	writeZooCfg(t, dir, "sslQuorum=true\n")
+	writeZooCfg(t, dir, "ssl.crl=true\n")
 	// The deadline only ends a server that started by mistake.
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
@@ -73,7 +73,7 @@ func TestServerRefusesKeyAskingForTLS(t *testing.T) {
 	}
 	for _, want := range []string{
 		"collie server: config: zoo.cfg: Collie does not implement yet",
-		"line 6: sslQuorum=true asks for TLS between servers",
+		"line 6: ssl.crl=true asks for a TLS setting Collie does not implement",
 		"remove these keys",
 	} {
 		if !strings.Contains(string(out), want) {
@@ -89,7 +89,7 @@ func TestServerRefusesKeyAskingForTLS(t *testing.T) {
 // warns about the key it ignores, and exits cleanly when told to stop.
 func TestServerStartsWithTLSSwitchedOff(t *testing.T) {
 	dir := t.TempDir()
-	writeZooCfg(t, dir, "sslQuorum=false\n")
+	writeZooCfg(t, dir, "ssl.crl=false\n")
 	// The deadline only ends a server that hangs.
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
@@ -131,7 +131,7 @@ func TestServerStartsWithTLSSwitchedOff(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Errorf("collie server after SIGTERM: %v (deadline: %v), want exit status 0; output:\n%s", err, ctx.Err(), out.String())
 	}
-	if !strings.Contains(out.String(), `msg="ignoring unknown configuration key" key=sslQuorum`) {
-		t.Errorf("no warning about sslQuorum; output:\n%s", out.String())
+	if !strings.Contains(out.String(), `msg="ignoring unknown configuration key" key=ssl.crl`) {
+		t.Errorf("no warning about ssl.crl; output:\n%s", out.String())
 	}
 }
