@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"fmt"
 
+	"github.com/collie-io/collie/client/digestmd5"
 	"github.com/collie-io/collie/server/peer"
 	"github.com/collie-io/collie/server/sasl"
 )
@@ -20,7 +21,7 @@ func (s *Server) quorumAuth() *peer.Auth {
 	a := &peer.Auth{Accept: s.acceptPeerAuth}
 	if q.LearnerRequireSASL {
 		a.Dial = func(uint64) peer.ClientExchange {
-			return sasl.NewDigestMD5Client(sasl.QuorumService, q.Username, q.Password, rand.Reader)
+			return digestmd5.New(q.Username, q.Password, digestmd5.WithService(sasl.QuorumService.Protocol, sasl.QuorumService.ServerName))
 		}
 	}
 	return a

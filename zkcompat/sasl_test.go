@@ -235,6 +235,8 @@ type saslStep struct {
 	token    []byte
 	password string // with token nil: respond to the challenge as bob
 	again    bool   // with token nil: send the previous response again
+	// edit, with password, changes the response's form: its separators.
+	edit func([]byte) []byte
 }
 
 // saslTranscript runs steps on a new session of addr and returns what the
@@ -255,6 +257,9 @@ func saslTranscript(t *testing.T, addr string, steps []saslStep) []string {
 			token = last
 		case token == nil:
 			token = digestResponse(challenge, "bob", s.password)
+			if s.edit != nil {
+				token = s.edit(token)
+			}
 		}
 		last = token
 		hdr, body, err := c.Call(proto.OpSASL, &proto.GetSASLRequest{Token: token})
@@ -306,7 +311,8 @@ func digestResponse(challenge []byte, user, password string) []byte {
 // TestSASLProtocol sends hand-made SASL packets, hostile ones among them,
 // to ZooKeeper 3.8 and Collie and compares every answer: a right and a
 // wrong password, a response replayed after success, an oversized and a
-// garbage token, a token before the challenge, and, with
+// garbage token, a token before the challenge, responses whose elements
+// are apart by white space only or with empty values, and, with
 // enforce.auth.enabled=true and enforce.auth.schemes=sasl, requests
 // before authentication.
 func TestSASLProtocol(t *testing.T) {
@@ -321,6 +327,19 @@ func TestSASLProtocol(t *testing.T) {
 		{"oversized token", []saslStep{{token: bytes.Repeat([]byte("a"), 5000)}}},
 		{"garbage response", []saslStep{{token: []byte{}}, {token: []byte("\x00\xff garbage ,,=\"")}}},
 		{"a response before the challenge", []saslStep{{token: []byte(`username="bob"`)}, {password: "bobsecret"}}},
+		{"elements apart by white space only", []saslStep{{token: []byte{}}, {password: "bobsecret", edit: func(b []byte) []byte {
+			b = bytes.Replace(b, []byte("nc=00000001,"), []byte("nc=00000001 "), 1)
+			return bytes.Replace(b, []byte(`"zookeeper/zk-sasl-md5",`), []byte(`"zookeeper/zk-sasl-md5"`+"\t"), 1)
+		}}}},
+		{"an empty unquoted value", []saslStep{{token: []byte{}}, {password: "bobsecret", edit: func(b []byte) []byte {
+			return append([]byte("foo=,"), b...)
+		}}}},
+		{"an empty unquoted value at the end", []saslStep{{token: []byte{}}, {password: "bobsecret", edit: func(b []byte) []byte {
+			return append(b, ",foo="...)
+		}}}},
+		{"a quoted value without a separator", []saslStep{{token: []byte{}}, {password: "bobsecret", edit: func(b []byte) []byte {
+			return bytes.Replace(b, []byte(`"zookeeper/zk-sasl-md5",`), []byte(`"zookeeper/zk-sasl-md5"foo=1,`), 1)
+		}}}},
 	}
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {

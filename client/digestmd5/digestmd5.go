@@ -13,18 +13,21 @@
 // server's challenge; the digest-response, answered by rspauth, which
 // proves that the server knows the password too and which the mechanism
 // checks before it calls the exchange complete. A Mechanism does no I/O.
+//
+// The same exchange, named by WithService, is how the servers of a
+// ZooKeeper ensemble authenticate to each other (a Collie server uses this
+// package for it).
 package digestmd5
 
 import (
-	"crypto/md5"
 	"crypto/rand"
 	"crypto/subtle"
-	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/collie-io/collie/internal/rfc2831"
 )
 
 // DigestURI is the digest-uri ZooKeeper's Java client sends: its protocol
@@ -35,13 +38,13 @@ const DigestURI = "zookeeper/zk-sasl-md5"
 // digest-challenge below 2048 bytes, and rspauth is far shorter.
 const MaxChallenge = 2048
 
-// rawCnonceLen random bytes make a cnonce of 40 base64 characters, as
-// Java's provider draws them.
-const rawCnonceLen = 30
+// maxDirectives bounds the elements of one server token.
+const maxDirectives = 32
 
 // ErrMechanism is what every failure of an exchange wraps: a malformed or
 // unacceptable challenge, a wrong rspauth (the server does not know the
-// password), a token after the exchange ended.
+// password), a token after the exchange ended. No message holds the
+// password.
 var ErrMechanism = errors.New("digestmd5")
 
 type step uint8
@@ -63,20 +66,30 @@ type Mechanism struct {
 	complete bool
 }
 
+// An Option changes what New returns.
+type Option func(*Mechanism)
+
+// WithService names the server the exchange is with as the digest-uri
+// protocol/serverName. The default is ZooKeeper's client port,
+// zookeeper/zk-sasl-md5 (DigestURI); the servers of an ensemble name each
+// other zookeeper-quorum/zk-quorum-sasl-md5. Whatever the service, the
+// realm answered is the one the server offers.
+func WithService(protocol, serverName string) Option {
+	return func(m *Mechanism) { m.digestURI = protocol + "/" + serverName }
+}
+
 // New returns an exchange that authenticates as username with password,
 // drawing its cnonce from crypto/rand.
-func New(username, password string) *Mechanism {
-	return &Mechanism{username: username, password: password, digestURI: DigestURI, newCnonce: randomCnonce}
+func New(username, password string, opts ...Option) *Mechanism {
+	m := &Mechanism{username: username, password: password, digestURI: DigestURI, newCnonce: randomCnonce}
+	for _, o := range opts {
+		o(m)
+	}
+	return m
 }
 
 // randomCnonce draws a cnonce as Java's provider does.
-func randomCnonce() (string, error) {
-	var raw [rawCnonceLen]byte
-	if _, err := rand.Read(raw[:]); err != nil {
-		return "", err
-	}
-	return base64.StdEncoding.EncodeToString(raw[:]), nil
-}
+func randomCnonce() (string, error) { return rfc2831.NewNonce(rand.Reader) }
 
 // Name is the mechanism's SASL name.
 func (m *Mechanism) Name() string { return "DIGEST-MD5" }
@@ -107,13 +120,13 @@ func (m *Mechanism) Next(token []byte) ([]byte, error) {
 		return resp, nil
 	case stepRspauth:
 		m.step = stepEnded
-		d, err := parseDirectives(token)
+		d, err := rfc2831.Parse(token, maxDirectives)
 		if err != nil {
 			return nil, fmt.Errorf("%w: rspauth: %w", ErrMechanism, err)
 		}
-		got, ok := d.single("rspauth")
+		got, ok := d.Single("rspauth")
 		if !ok || subtle.ConstantTimeCompare([]byte(got), m.rspauth) != 1 {
-			return nil, fmt.Errorf("%w: the server's rspauth does not prove it knows the password of %q", ErrMechanism, m.username)
+			return nil, fmt.Errorf("%w: the server's rspauth is wrong: it does not know the password of %q", ErrMechanism, m.username)
 		}
 		m.complete = true
 		return nil, nil
@@ -129,122 +142,78 @@ func (m *Mechanism) respond(challenge []byte) ([]byte, error) {
 		// ZooKeeper without SASL users answers with an empty token.
 		return nil, errors.New("the server sent no challenge: it has no SASL users")
 	}
-	d, err := parseDirectives(challenge)
+	d, err := rfc2831.Parse(challenge, maxDirectives)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("challenge: %w", err)
 	}
 	for _, key := range []string{"nonce", "qop", "charset", "algorithm", "maxbuf", "stale", "cipher"} {
-		if d.count(key) > 1 {
+		if d.Count(key) > 1 {
 			return nil, fmt.Errorf("the challenge has more than one %s", key)
 		}
 	}
-	nonce, ok := d.single("nonce")
+	nonce, ok := d.Single("nonce")
 	if !ok || nonce == "" {
 		return nil, errors.New("the challenge has no nonce")
 	}
-	if alg, _ := d.single("algorithm"); alg != "md5-sess" {
+	if alg, _ := d.Single("algorithm"); alg != "md5-sess" {
 		return nil, fmt.Errorf("algorithm %q, not md5-sess", alg)
 	}
-	if qop, ok := d.single("qop"); ok && !listHas(qop, "auth") {
+	if qop, ok := d.Single("qop"); ok && !listHas(qop, "auth") {
 		return nil, fmt.Errorf("the server offers qop %q, without auth", qop)
 	}
 	// The first realm the server offers, as ZooKeeper's callback handler
 	// chooses it; none means the empty realm.
-	realm, _ := d.first("realm")
+	realm, _ := d.First("realm")
 	utf8Charset := false
-	if cs, ok := d.single("charset"); ok {
+	if cs, ok := d.Single("charset"); ok {
 		if !strings.EqualFold(cs, "utf-8") {
 			return nil, fmt.Errorf("charset %q, not utf-8", cs)
 		}
 		utf8Charset = true
 	}
-	user, err := encodeText(m.username, utf8Charset)
-	if err != nil {
-		return nil, fmt.Errorf("user name: %w", err)
-	}
-	pass, err := encodeText(m.password, utf8Charset)
-	if err != nil {
-		return nil, fmt.Errorf("password: %w", err)
-	}
-	realmBytes, err := encodeText(realm, utf8Charset)
-	if err != nil {
-		return nil, fmt.Errorf("realm: %w", err)
+	for _, text := range []struct{ what, s string }{{"user name", m.username}, {"password", m.password}, {"realm", realm}} {
+		if err := checkText(text.s, utf8Charset); err != nil {
+			return nil, fmt.Errorf("%s: %w", text.what, err)
+		}
 	}
 	cnonce, err := m.newCnonce()
 	if err != nil {
 		return nil, fmt.Errorf("no cnonce: %w", err)
 	}
 
-	a1 := sessionKey(user, realmBytes, pass, nonce, cnonce)
-	response := kd(a1, nonce, cnonce, "AUTHENTICATE:"+m.digestURI)
-	m.rspauth = kd(a1, nonce, cnonce, ":"+m.digestURI)
+	a1 := rfc2831.SessionKey(m.username, realm, m.password, nonce, cnonce, nil)
+	response := rfc2831.ResponseValue(a1, "AUTHENTICATE:"+m.digestURI, nonce, cnonce)
+	m.rspauth = rfc2831.ResponseValue(a1, ":"+m.digestURI, nonce, cnonce)
 
 	var b strings.Builder
 	if utf8Charset {
 		b.WriteString("charset=utf-8,")
 	}
+	q := rfc2831.Quote
 	fmt.Fprintf(&b, "username=%s,realm=%s,nonce=%s,nc=00000001,cnonce=%s,digest-uri=%s,maxbuf=65536,response=%s,qop=auth",
-		quote(m.username), quote(realm), quote(nonce), quote(cnonce), quote(m.digestURI), response)
+		q(m.username), q(realm), q(nonce), q(cnonce), q(m.digestURI), response)
 	return []byte(b.String()), nil
 }
 
-// sessionKey is H(A1) of RFC 2831 for md5-sess, without authzid:
-// H(H(user:realm:password):nonce:cnonce).
-func sessionKey(user, realm, password []byte, nonce, cnonce string) [md5.Size]byte {
-	inner := md5.Sum(join(user, realm, password))
-	return md5.Sum(join(inner[:], []byte(nonce), []byte(cnonce)))
-}
-
-// kd is the response-value of RFC 2831 for qop auth, in lower case hex,
-// with A2 = a2 (the response's "AUTHENTICATE:uri", rspauth's ":uri").
-func kd(a1 [md5.Size]byte, nonce, cnonce, a2 string) []byte {
-	ha2 := md5.Sum([]byte(a2))
-	sum := md5.Sum([]byte(hex.EncodeToString(a1[:]) + ":" + nonce + ":00000001:" + cnonce + ":auth:" + hex.EncodeToString(ha2[:])))
-	return []byte(hex.EncodeToString(sum[:]))
-}
-
-func join(parts ...[]byte) []byte {
-	var out []byte
-	for i, p := range parts {
-		if i > 0 {
-			out = append(out, ':')
-		}
-		out = append(out, p...)
-	}
-	return out
-}
-
-// encodeText encodes a user name, realm or password for hashing as Java's
-// provider does: in ISO 8859-1 when every character fits, otherwise in
-// UTF-8, which only a server that said charset=utf-8 understands.
-func encodeText(s string, utf8Charset bool) ([]byte, error) {
+// checkText reports whether a user name, realm or password can be hashed
+// as Java's provider hashes it (rfc2831.Text): beyond ISO 8859-1, only
+// for a server that said charset=utf-8.
+func checkText(s string, utf8Charset bool) error {
 	if !utf8.ValidString(s) {
-		return nil, errors.New("not UTF-8 text")
+		return errors.New("not UTF-8 text")
 	}
-	b := make([]byte, 0, len(s))
-	for _, r := range s {
-		if r > 0xff {
-			if !utf8Charset {
-				return nil, errors.New("characters beyond ISO 8859-1, and the server did not say charset=utf-8")
-			}
-			return []byte(s), nil
-		}
-		b = append(b, byte(r))
+	if _, latin1 := rfc2831.Text(s); !latin1 && !utf8Charset {
+		return errors.New("characters beyond ISO 8859-1, and the server did not say charset=utf-8")
 	}
-	return b, nil
+	return nil
 }
 
 // listHas reports whether a comma list (a qop-options value) holds want.
 func listHas(list, want string) bool {
-	for _, item := range strings.Split(list, ",") {
+	for item := range strings.SplitSeq(list, ",") {
 		if strings.EqualFold(strings.TrimSpace(item), want) {
 			return true
 		}
 	}
 	return false
-}
-
-// quote writes s as a quoted-string.
-func quote(s string) string {
-	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
 }

@@ -29,7 +29,7 @@ type Auth struct {
 }
 
 // ClientExchange is the dialling side of an authentication exchange, in
-// which the receiver speaks first: sasl.DigestMD5Client.
+// which the receiver speaks first: a DIGEST-MD5 digestmd5.Mechanism.
 type ClientExchange interface {
 	// Next takes the receiver's token and returns the next one to send.
 	Next(token []byte) ([]byte, error)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/collie-io/collie/client/digestmd5"
 	"github.com/collie-io/collie/server/peer"
 	"github.com/collie-io/collie/server/sasl"
 )
@@ -59,13 +60,19 @@ func (s saslStep) auth(password func() string) *peer.Auth {
 	}
 	if s >= saslLearner {
 		a.Dial = func(uint64) peer.ClientExchange {
-			return sasl.NewDigestMD5Client(sasl.QuorumService, "test", password(), rand.Reader)
+			return quorumClient("test", password())
 		}
 	}
 	return a
 }
 
 func secret() string { return "secret" }
+
+// quorumClient is the exchange a server dials with, as server.quorumAuth
+// makes it.
+func quorumClient(user, password string) *digestmd5.Mechanism {
+	return digestmd5.New(user, password, digestmd5.WithService(sasl.QuorumService.Protocol, sasl.QuorumService.ServerName))
+}
 
 // checkNothingPasses sends n messages each way between a and b and
 // checks that none is handed over: each is dropped by its sender or, once
@@ -258,9 +265,9 @@ func TestHostileAuthentication(t *testing.T) {
 		rejected(t, before)
 	})
 	// answer asks to authenticate and answers the challenge with password.
-	answer := func(t *testing.T, password string) (net.Conn, *sasl.DigestMD5Client) {
+	answer := func(t *testing.T, password string) (net.Conn, *digestmd5.Mechanism) {
 		c := dialHostile(t, asking)
-		cl := sasl.NewDigestMD5Client(sasl.QuorumService, "test", password, rand.Reader)
+		cl := quorumClient("test", password)
 		resp, err := cl.Next(challenge(t, c))
 		if err != nil {
 			t.Fatal(err)

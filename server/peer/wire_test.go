@@ -10,6 +10,7 @@ import (
 
 	"go.etcd.io/raft/v3/raftpb"
 
+	"github.com/collie-io/collie/client/digestmd5"
 	"github.com/collie-io/collie/server/sasl"
 )
 
@@ -221,7 +222,7 @@ func FuzzDialAuth(f *testing.F) {
 	f.Add(appendBlock([]byte{authFailed}, []byte("no")))
 	f.Add([]byte{9, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, answers []byte) {
-		ex := sasl.NewDigestMD5Client(sasl.QuorumService, "test", "secret", bytes.NewReader(make([]byte, 64)))
+		ex := digestmd5.New("test", "secret", digestmd5.WithService(sasl.QuorumService.Protocol, sasl.QuorumService.ServerName))
 		rw := struct {
 			io.Reader
 			io.Writer

@@ -3,9 +3,10 @@
 // that authenticate to ZooKeeper authenticate here unchanged, with the two
 // mechanisms ZooKeeper's server offers, DIGEST-MD5 (RFC 2831), when its
 // JAAS section holds users, and GSSAPI (Kerberos V5, RFC 4752, in
-// gssapi.go), when the section logs in with Kerberos; and the client side
-// of DIGEST-MD5, with which the servers of an ensemble authenticate to
-// each other.
+// gssapi.go), when the section logs in with Kerberos. The client side of
+// DIGEST-MD5, with which the servers of an ensemble authenticate to each
+// other as ZooKeeper's clients do to a server, is package
+// client/digestmd5; what both sides compute and read is internal/rfc2831.
 //
 // For DIGEST-MD5, ZooKeeper names the server "zk-sasl-md5" and the
 // protocol "zookeeper" for its clients (ClientService), so the realm is
@@ -21,21 +22,19 @@
 //
 // after which the client is authenticated as its username, and the client
 // knows from rspauth that the server knows the password too. A DigestMD5
-// or GSSAPI holds the server side of one connection's exchange, a
-// DigestMD5Client the client side; they do no I/O and start no goroutine.
+// or GSSAPI holds the server side of one connection's exchange; they do no
+// I/O and start no goroutine.
 package sasl
 
 import (
-	"crypto/md5"
 	"crypto/subtle"
-	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
 
+	"github.com/collie-io/collie/internal/rfc2831"
 	"github.com/collie-io/collie/proto"
 )
 
@@ -49,10 +48,6 @@ const (
 	// MaxResponse is the longest token a client may send, as in Java's
 	// provider; a longer one fails the exchange.
 	MaxResponse = 4096
-
-	// rawNonceLen random bytes make a nonce of 40 base64 characters, as
-	// Java's.
-	rawNonceLen = 30
 )
 
 // ErrAuthentication is what every failure of an exchange wraps: a wrong
@@ -132,14 +127,14 @@ func (s *DigestMD5) Next(token []byte) ([]byte, error) {
 	}
 	switch s.step {
 	case stepStart:
-		var raw [rawNonceLen]byte
-		if _, err := io.ReadFull(s.rand, raw[:]); err != nil {
+		nonce, err := rfc2831.NewNonce(s.rand)
+		if err != nil {
 			s.step = stepEnded
 			return nil, fmt.Errorf("%w: no nonce: %v", ErrAuthentication, err)
 		}
-		s.nonce = base64.StdEncoding.EncodeToString(raw[:])
+		s.nonce = nonce
 		s.step = stepResponse
-		return []byte("realm=" + quote(s.service.ServerName) + ",nonce=" + quote(s.nonce) + ",charset=utf-8,algorithm=md5-sess"), nil
+		return []byte("realm=" + rfc2831.Quote(s.service.ServerName) + ",nonce=" + rfc2831.Quote(s.nonce) + ",charset=utf-8,algorithm=md5-sess"), nil
 	case stepResponse:
 		s.step = stepEnded
 		rspauth, username, err := s.verify(token)
@@ -211,55 +206,10 @@ func (s *DigestMD5) verify(token []byte) (rspauth []byte, username string, err e
 	if !hasAuthzid {
 		authzid = nil
 	}
-	a1 := sessionKey(username, realm, password, s.nonce, string(cnonce), authzid)
-	want := responseValue(a1, "AUTHENTICATE:"+string(uri), s.nonce, string(cnonce))
+	a1 := rfc2831.SessionKey(username, realm, password, s.nonce, string(cnonce), authzid)
+	want := rfc2831.ResponseValue(a1, "AUTHENTICATE:"+string(uri), s.nonce, string(cnonce))
 	if subtle.ConstantTimeCompare(response, want) != 1 {
 		return nil, "", fmt.Errorf("wrong response for user %q (wrong password)", username)
 	}
-	return append([]byte("rspauth="), responseValue(a1, ":"+string(uri), s.nonce, string(cnonce))...), username, nil
-}
-
-// sessionKey is H(A1) of RFC 2831 for md5-sess: H(H(user:realm:password)
-// :nonce:cnonce[:authzid]).
-func sessionKey(username, realm, password, nonce, cnonce string, authzid []byte) [md5.Size]byte {
-	h := md5.New()
-	h.Write(latin1OrUTF8(username))
-	h.Write([]byte{':'})
-	h.Write(latin1OrUTF8(realm))
-	h.Write([]byte{':'})
-	h.Write(latin1OrUTF8(password))
-	inner := h.Sum(nil)
-	h.Reset()
-	h.Write(inner)
-	io.WriteString(h, ":"+nonce+":"+cnonce)
-	if authzid != nil {
-		h.Write([]byte{':'})
-		h.Write(authzid)
-	}
-	var sum [md5.Size]byte
-	h.Sum(sum[:0])
-	return sum
-}
-
-// responseValue is the response-value of RFC 2831 for qop auth, in lower
-// case hex: HEX(KD(HEX(H(A1)), nonce:00000001:cnonce:auth:HEX(H(A2)))).
-func responseValue(a1 [md5.Size]byte, a2, nonce, cnonce string) []byte {
-	ha2 := md5.Sum([]byte(a2))
-	kd := hex.EncodeToString(a1[:]) + ":" + nonce + ":00000001:" + cnonce + ":auth:" + hex.EncodeToString(ha2[:])
-	sum := md5.Sum([]byte(kd))
-	return []byte(hex.EncodeToString(sum[:]))
-}
-
-// latin1OrUTF8 encodes s as RFC 2831 wants user names, realms and
-// passwords hashed with charset=utf-8, and as Java's provider does: in
-// ISO 8859-1 when every character fits, in UTF-8 otherwise.
-func latin1OrUTF8(s string) []byte {
-	b := make([]byte, 0, len(s))
-	for _, r := range s {
-		if r > 0xff {
-			return []byte(s)
-		}
-		b = append(b, byte(r))
-	}
-	return b
+	return append([]byte("rspauth="), rfc2831.ResponseValue(a1, ":"+string(uri), s.nonce, string(cnonce))...), username, nil
 }

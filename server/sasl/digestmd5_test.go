@@ -11,19 +11,6 @@ import (
 	"testing"
 )
 
-// TestRFC2831Example computes the response and rspauth of the example in
-// RFC 2831 section 4 (an IMAP login of chris with password secret).
-func TestRFC2831Example(t *testing.T) {
-	a1 := sessionKey("chris", "elwood.innosoft.com", "secret", "OA6MG9tEQGm2hh", "OA6MHXh6VqTrRk", nil)
-	const uri = "imap/elwood.innosoft.com"
-	if got, want := string(responseValue(a1, "AUTHENTICATE:"+uri, "OA6MG9tEQGm2hh", "OA6MHXh6VqTrRk")), "d388dad90d4bbd760a152321f2143af7"; got != want {
-		t.Errorf("response = %s, want %s", got, want)
-	}
-	if got, want := string(responseValue(a1, ":"+uri, "OA6MG9tEQGm2hh", "OA6MHXh6VqTrRk")), "ea40f60335c427b5527b84dbabcdfffd"; got != want {
-		t.Errorf("rspauth = %s, want %s", got, want)
-	}
-}
-
 func users(kv ...string) Passwords {
 	m := map[string]string{}
 	for i := 0; i+1 < len(kv); i += 2 {
