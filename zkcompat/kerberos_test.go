@@ -507,9 +507,11 @@ func TestKerberosUnmappedPrincipal(t *testing.T) {
 // Kerberos JAAS Client section: the JAAS file and the krb5.conf named in
 // CLIENT_JVMFLAGS. Against ZooKeeper 3.8 and Collie, whoami prints what
 // zkCli.sh prints, for a login from a keytab and from kinit's ticket
-// cache (KRB5CCNAME); a principal the keytab lacks, stale keys, a
-// principal the KDC does not know and a missing ticket cache fail the
-// command with a message that names them.
+// cache (KRB5CCNAME), and so do the same logins from flags and collie
+// bench's; a principal the keytab lacks, stale keys, a principal the KDC
+// does not know and a missing ticket cache fail the command with a
+// message that names them, and the Java client's properties name the
+// service.
 func TestKerberosCollieCLI(t *testing.T) {
 	requireClientTool(t, zkCliPath, "zookeeper")
 	r := newKrbRealm(t)
@@ -579,6 +581,17 @@ WrongPrincipal {
 			}
 		})
 	}
+
+	// collie bench's clients share one login.
+	t.Run("bench", func(t *testing.T) {
+		t.Setenv("CLIENT_JVMFLAGS", "")
+		t.Setenv("KRB5CCNAME", "")
+		exit, out := runCollie(t, t.TempDir(), "bench", "-server", collie.addr, "-krb5-conf", r.kdc.Krb5Conf, "-sasl-principal", "bob", "-sasl-keytab", r.keytabs["bob"],
+			"-workload", "set", "-clients", "2", "-duration", "200ms", "-warmup", "0", "-quiet")
+		if exit != 0 || !strings.Contains(out, "2 clients") {
+			t.Errorf("collie bench with Kerberos: exit %d\n%s", exit, out)
+		}
+	})
 
 	for _, tt := range []struct{ name, jaas, section, ccache, flags, want string }{
 		{"a principal the keytab lacks", clientJAAS, "WrongPrincipal", "", "", "holds no key of alice@" + krbtest.Realm},
