@@ -502,3 +502,114 @@ func TestKerberosUnmappedPrincipal(t *testing.T) {
 		}
 	}
 }
+
+// TestKerberosCollieCLI runs collie cli as zkCli.sh is run with a
+// Kerberos JAAS Client section: the JAAS file and the krb5.conf named in
+// CLIENT_JVMFLAGS. Against ZooKeeper 3.8 and Collie, whoami prints what
+// zkCli.sh prints, for a login from a keytab and from kinit's ticket
+// cache (KRB5CCNAME), and so do the same logins from flags and collie
+// bench's; a principal the keytab lacks, stale keys, a principal the KDC
+// does not know and a missing ticket cache fail the command with a
+// message that names them, and the Java client's properties name the
+// service.
+func TestKerberosCollieCLI(t *testing.T) {
+	requireClientTool(t, zkCliPath, "zookeeper")
+	r := newKrbRealm(t)
+	zookeeper, collie := r.start(t)
+	flags := "-Djava.security.auth.login.config=" + r.jaas + " -Djava.security.krb5.conf=" + r.kdc.Krb5Conf
+	_, zkCliOut := runZkCliWithFlags(t, zookeeper.addr, flags, "whoami")
+	want := slices.DeleteFunc(slices.Clone(zkCliOut), func(l string) bool { return !strings.Contains(l, ": ") })
+	slices.Sort(want)
+	if !slices.Contains(want, "sasl: bob@"+krbtest.Realm) {
+		t.Fatalf("zkCli.sh whoami:\n%s", strings.Join(zkCliOut, "\n"))
+	}
+
+	// The client's own sections, beside the servers' file.
+	clientJAAS := filepath.Join(t.TempDir(), "client.conf")
+	text := fmt.Sprintf(`Cache {
+  com.sun.security.auth.module.Krb5LoginModule required
+  useTicketCache=true;
+};
+WrongPrincipal {
+  com.sun.security.auth.module.Krb5LoginModule required
+  useKeyTab=true keyTab=%q principal="alice";
+};
+`, r.keytabs["bob"])
+	if err := os.WriteFile(clientJAAS, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ccache := r.kdc.Kinit(t, "bob", r.keytabs["bob"])
+	t.Setenv("JVMFLAGS", "")
+	cli := func(addr, jaas, section string) (int, string) {
+		t.Setenv("CLIENT_JVMFLAGS", "-Xmx64m -Djava.security.auth.login.config="+jaas+" -Djava.security.krb5.conf="+r.kdc.Krb5Conf+" -Dzookeeper.sasl.clientconfig="+section)
+		return runCollie(t, t.TempDir(), "cli", "-server", addr, "-timeout", "10000", "whoami")
+	}
+	for _, srv := range []interopServer{zookeeper, collie} {
+		for _, login := range []struct{ name, jaas, section, ccache string }{
+			{"keytab", r.jaas, "Client", ""},
+			{"ticket cache", clientJAAS, "Cache", "FILE:" + ccache},
+		} {
+			t.Run(srv.name+" "+login.name, func(t *testing.T) {
+				t.Setenv("KRB5CCNAME", login.ccache)
+				exit, out := cli(srv.addr, login.jaas, login.section)
+				lines := strings.Split(strings.TrimSpace(out), "\n")
+				slices.Sort(lines)
+				if exit != 0 || !slices.Equal(lines, want) {
+					t.Errorf("collie cli whoami: exit %d\n%s\nzkCli.sh printed:\n%s\nKDC log:\n%s", exit, out, strings.Join(want, "\n"), r.kdc.Log())
+				}
+			})
+		}
+	}
+
+	// The same logins from flags, without CLIENT_JVMFLAGS.
+	for _, login := range []struct {
+		name, ccache string
+		args         []string
+	}{
+		{"keytab flags", "", []string{"-sasl-principal", "bob", "-sasl-keytab", r.keytabs["bob"]}},
+		{"ticket cache flags", "FILE:" + ccache, []string{"-sasl-principal", "bob@" + krbtest.Realm}},
+	} {
+		t.Run(login.name, func(t *testing.T) {
+			t.Setenv("CLIENT_JVMFLAGS", "")
+			t.Setenv("KRB5CCNAME", login.ccache)
+			args := append([]string{"cli", "-server", collie.addr, "-timeout", "10000", "-krb5-conf", r.kdc.Krb5Conf}, login.args...)
+			exit, out := runCollie(t, t.TempDir(), append(args, "whoami")...)
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			slices.Sort(lines)
+			if exit != 0 || !slices.Equal(lines, want) {
+				t.Errorf("collie %s: exit %d\n%s", strings.Join(args, " "), exit, out)
+			}
+		})
+	}
+
+	// collie bench's clients share one login.
+	t.Run("bench", func(t *testing.T) {
+		t.Setenv("CLIENT_JVMFLAGS", "")
+		t.Setenv("KRB5CCNAME", "")
+		exit, out := runCollie(t, t.TempDir(), "bench", "-server", collie.addr, "-krb5-conf", r.kdc.Krb5Conf, "-sasl-principal", "bob", "-sasl-keytab", r.keytabs["bob"],
+			"-workload", "set", "-clients", "2", "-duration", "200ms", "-warmup", "0", "-quiet")
+		if exit != 0 || !strings.Contains(out, "2 clients") {
+			t.Errorf("collie bench with Kerberos: exit %d\n%s", exit, out)
+		}
+	})
+
+	for _, tt := range []struct{ name, jaas, section, ccache, flags, want string }{
+		{"a principal the keytab lacks", clientJAAS, "WrongPrincipal", "", "", "holds no key of alice@" + krbtest.Realm},
+		{"stale keys", r.jaas, "StaleClient", "", "", "login of carol@" + krbtest.Realm},
+		{"a principal the KDC does not know", r.jaas, "UnknownClient", "", "", "login of mallory@" + krbtest.Realm},
+		{"no ticket cache", clientJAAS, "Cache", "FILE:" + filepath.Join(t.TempDir(), "none"), "", "no ticket cache"},
+		// The Java client's properties name the service.
+		{"a server principal the KDC does not know", r.jaas, "Client", "", " -Dzookeeper.server.principal=zookeeper/nohost@" + krbtest.Realm, "ticket for zookeeper/nohost"},
+		{"no canonicalization", r.jaas, "Client", "", " -Dzookeeper.sasl.client.canonicalize.hostname=false", "ticket for zookeeper/127.0.0.1"},
+		{"another service name", r.jaas, "Client", "", " -Dzookeeper.sasl.client.username=zk", "ticket for zk/localhost"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("KRB5CCNAME", tt.ccache)
+			exit, out := cli(collie.addr, tt.jaas, tt.section+tt.flags)
+			if exit == 0 || !strings.Contains(out, tt.want) || slices.ContainsFunc(strings.Split(out, "\n"), func(l string) bool { return strings.HasPrefix(l, "sasl: ") }) {
+				t.Errorf("collie cli whoami: exit %d\n%s\nwant a failure naming %q", exit, out, tt.want)
+			}
+			t.Logf("exit %d: %s", exit, out)
+		})
+	}
+}

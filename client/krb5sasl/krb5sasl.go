@@ -53,8 +53,9 @@ type Config struct {
 	// Keytab and Principal log in with a key: Principal is the client's
 	// name, primary[/instance][@REALM] (the default realm when none).
 	// Without a Keytab, the credential cache CCache (default: the file
-	// KRB5CCNAME names, "FILE:" or not) gives the principal and its
-	// ticket, as after kinit.
+	// KRB5CCNAME names, "FILE:" or not, else /tmp/krb5cc_<uid>) gives
+	// the principal and its ticket, as after kinit; a Principal given
+	// then must be the cache's.
 	Keytab    string
 	Principal string
 	CCache    string
@@ -95,39 +96,83 @@ func NewClient(cfg Config) (*Client, error) {
 	}
 	var cl *krbclient.Client
 	if cfg.Keytab != "" {
-		kt, err := keytab.Load(cfg.Keytab)
-		if err != nil {
-			return nil, fmt.Errorf("krb5sasl: keytab %s: %w", cfg.Keytab, err)
+		if cl, err = keytabClient(cfg, kc); err != nil {
+			return nil, err
 		}
-		name, realm, _ := strings.Cut(cfg.Principal, "@")
-		if realm == "" {
-			realm = kc.LibDefaults.DefaultRealm
-		}
-		if name == "" {
-			return nil, errors.New("krb5sasl: a keytab needs a Principal")
-		}
-		cl = krbclient.NewWithKeytab(name, realm, kt, kc, krbclient.DisablePAFXFAST(true))
-	} else {
-		path := cfg.CCache
-		if path == "" {
-			path = envOr("KRB5CCNAME", "")
-		}
-		path = strings.TrimPrefix(path, "FILE:")
-		if path == "" {
-			return nil, errors.New("krb5sasl: neither a Keytab nor a credential cache (CCache, KRB5CCNAME) is given")
-		}
-		cc, err := credentials.LoadCCache(path)
-		if err != nil {
-			return nil, fmt.Errorf("krb5sasl: credential cache %s: %w", path, err)
-		}
-		if cl, err = krbclient.NewFromCCache(cc, kc, krbclient.DisablePAFXFAST(true)); err != nil {
-			return nil, fmt.Errorf("krb5sasl: credential cache %s: %w", path, err)
-		}
+	} else if cl, err = ccacheClient(cfg, kc); err != nil {
+		return nil, err
 	}
 	if err := cl.Login(); err != nil {
-		return nil, fmt.Errorf("krb5sasl: login: %w", err)
+		return nil, fmt.Errorf("krb5sasl: login of %s: %w", cl.Credentials.CName().PrincipalNameString()+"@"+cl.Credentials.Domain(), err)
 	}
 	return &Client{cfg: cfg, krb: cl}, nil
+}
+
+// keytabClient is a client of cfg.Principal's key in cfg.Keytab.
+func keytabClient(cfg Config, kc *krbconfig.Config) (*krbclient.Client, error) {
+	kt, err := keytab.Load(cfg.Keytab)
+	if err != nil {
+		return nil, fmt.Errorf("krb5sasl: keytab %s: %w", cfg.Keytab, err)
+	}
+	name, realm := splitPrincipal(cfg.Principal, kc)
+	if name == "" {
+		return nil, errors.New("krb5sasl: a keytab needs a Principal")
+	}
+	// Checked here, so that the error names what to fix rather than
+	// coming back from the KDC exchange.
+	found := false
+	for _, e := range kt.Entries {
+		found = found || e.Principal.Realm == realm && strings.Join(e.Principal.Components, "/") == name
+	}
+	if !found {
+		return nil, fmt.Errorf("krb5sasl: keytab %s holds no key of %s@%s (klist -k %s lists its principals)", cfg.Keytab, name, realm, cfg.Keytab)
+	}
+	return krbclient.NewWithKeytab(name, realm, kt, kc, krbclient.DisablePAFXFAST(true)), nil
+}
+
+// ccacheClient is a client of the ticket-granting ticket in the
+// credential cache, which must be cfg.Principal's when one is given.
+func ccacheClient(cfg Config, kc *krbconfig.Config) (*krbclient.Client, error) {
+	path := cfg.CCache
+	if path == "" {
+		path = DefaultCCache()
+	}
+	if kind, _, ok := strings.Cut(path, ":"); ok && !strings.EqualFold(kind, "FILE") && !strings.Contains(kind, "/") {
+		return nil, fmt.Errorf("krb5sasl: credential cache %s: only FILE caches can be read; kinit -c FILE:path writes one", path)
+	}
+	path = strings.TrimPrefix(strings.TrimPrefix(path, "FILE:"), "file:")
+	cc, err := credentials.LoadCCache(path)
+	if err != nil {
+		return nil, fmt.Errorf("krb5sasl: no ticket cache: %s: %w (log in with kinit first, or name the cache with KRB5CCNAME)", path, err)
+	}
+	if cfg.Principal != "" {
+		name, realm := splitPrincipal(cfg.Principal, kc)
+		if got := cc.DefaultPrincipal; got.Realm != realm || got.PrincipalName.PrincipalNameString() != name {
+			return nil, fmt.Errorf("krb5sasl: ticket cache %s is %s@%s's, not %s@%s's", path, got.PrincipalName.PrincipalNameString(), got.Realm, name, realm)
+		}
+	}
+	cl, err := krbclient.NewFromCCache(cc, kc, krbclient.DisablePAFXFAST(true))
+	if err != nil {
+		return nil, fmt.Errorf("krb5sasl: ticket cache %s: %w", path, err)
+	}
+	return cl, nil
+}
+
+// splitPrincipal splits primary[/instance][@REALM] at the realm, the
+// krb5.conf's default realm when it names none.
+func splitPrincipal(principal string, kc *krbconfig.Config) (name, realm string) {
+	name, realm, _ = strings.Cut(principal, "@")
+	if realm == "" {
+		realm = kc.LibDefaults.DefaultRealm
+	}
+	return name, realm
+}
+
+// DefaultCCache is the credential cache read when none is named, as Java
+// and MIT's library find it: the one KRB5CCNAME names, else
+// /tmp/krb5cc_<uid>.
+func DefaultCCache() string {
+	return envOr("KRB5CCNAME", fmt.Sprintf("/tmp/krb5cc_%d", os.Getuid()))
 }
 
 func envOr(name, def string) string {

@@ -1,6 +1,8 @@
 package krb5sasl
 
 import (
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/collie-io/collie/internal/krbtest"
@@ -59,8 +61,32 @@ func TestLogins(t *testing.T) {
 			}
 		})
 	}
+	ccache := kdc.Kinit(t, "bob", kt)
 	kdc.Keytab(t, "bob")
-	if _, err := NewClient(Config{Krb5Conf: kdc.Krb5Conf, Keytab: kt, Principal: "bob"}); err == nil {
-		t.Error("a stale keytab logged in")
+	for _, tt := range []struct {
+		name string
+		cfg  Config
+		want string // in the error
+	}{
+		{"a stale keytab", Config{Keytab: kt, Principal: "bob"}, "login of bob@" + krbtest.Realm},
+		{"a principal not in the keytab", Config{Keytab: kt, Principal: "alice"}, "holds no key of alice@" + krbtest.Realm},
+		{"a keytab that is no file", Config{Keytab: filepath.Join(t.TempDir(), "none"), Principal: "bob"}, "keytab "},
+		{"the cache of another principal", Config{CCache: ccache, Principal: "alice"}, "is bob@" + krbtest.Realm + "'s, not alice@" + krbtest.Realm + "'s"},
+		{"no cache", Config{CCache: "FILE:" + filepath.Join(t.TempDir(), "none")}, "no ticket cache"},
+		{"a kernel keyring", Config{CCache: "KEYRING:persistent:0"}, "only FILE caches"},
+	} {
+		tt.cfg.Krb5Conf = kdc.Krb5Conf
+		if cl, err := NewClient(tt.cfg); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: %v, want an error with %q", tt.name, err, tt.want)
+			if cl != nil {
+				cl.Close()
+			}
+		}
 	}
+	t.Setenv("KRB5CCNAME", "FILE:"+ccache)
+	cl, err := NewClient(Config{Krb5Conf: kdc.Krb5Conf, Principal: "bob"})
+	if err != nil {
+		t.Fatalf("the cache KRB5CCNAME names: %v", err)
+	}
+	cl.Close()
 }

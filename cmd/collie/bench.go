@@ -109,10 +109,12 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cfg.TLS = tlsConfig
-	if cfg.SASL, err = sf.mechanism(os.Getenv, stderr); err != nil {
+	var closeSASL func()
+	if cfg.SASL, closeSASL, err = sf.mechanism(os.Getenv, stderr); err != nil {
 		fmt.Fprintf(stderr, "collie bench: %v\n", err)
 		return 2
 	}
+	defer closeSASL()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

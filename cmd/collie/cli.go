@@ -19,7 +19,7 @@ func runCLI(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("collie cli", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, "usage: collie cli [-server host:port[,host:port...][/chroot]] [-timeout ms] [-r] [-json] [-tls ...] [-jaas file | -sasl-user name -sasl-password-file file] [command args...]\n\n")
+		fmt.Fprint(stderr, "usage: collie cli [-server host:port[,host:port...][/chroot]] [-timeout ms] [-r] [-json] [-tls ...] [-jaas file | -sasl-user name -sasl-password-file file | -sasl-principal name [-sasl-keytab file]] [command args...]\n\n")
 		fs.PrintDefaults()
 		fmt.Fprint(stderr, "\nWithout a command, commands are read from standard input; type help for the list.\n")
 	}
@@ -44,11 +44,12 @@ func runCLI(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "collie cli: %v\n", err)
 		return 2
 	}
-	sasl, err := sf.mechanism(os.Getenv, stderr)
+	sasl, closeSASL, err := sf.mechanism(os.Getenv, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "collie cli: %v\n", err)
 		return 2
 	}
+	defer closeSASL()
 	sh := shell.New(shell.Config{
 		TLS:      tlsConfig,
 		SASL:     sasl,

@@ -30,6 +30,16 @@ BadClient {
        username="bob"
        password="wrong";
 };
+KrbNoFile {
+       com.sun.security.auth.module.Krb5LoginModule required
+       useKeyTab=true
+       keyTab="nonexistent.keytab"
+       principal="bob";
+};
+KrbPassword {
+       com.sun.security.auth.module.Krb5LoginModule required
+       principal="bob";
+};
 `
 
 // collie cli authenticates as zkCli.sh users ask it to: a JAAS file in
@@ -45,7 +55,8 @@ func TestCLIAndBenchWithSASL(t *testing.T) {
 	jaas := filepath.Join(dir, "jaas.conf")
 	serverOnly := filepath.Join(dir, "server.conf")
 	passwordFile := filepath.Join(dir, "password")
-	for name, text := range map[string]string{jaas: cliJAAS, serverOnly: "Server { org.apache.zookeeper.server.auth.DigestLoginModule required user_bob=\"x\"; };", passwordFile: "carolsecret\n"} {
+	krb5Conf := filepath.Join(dir, "krb5.conf")
+	for name, text := range map[string]string{jaas: cliJAAS, krb5Conf: "[libdefaults]\n default_realm = COLLIE.TEST\n", serverOnly: "Server { org.apache.zookeeper.server.auth.DigestLoginModule required user_bob=\"x\"; };", passwordFile: "carolsecret\n"} {
 		if err := os.WriteFile(name, []byte(text), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -78,6 +89,13 @@ func TestCLIAndBenchWithSASL(t *testing.T) {
 		{name: "jaas flag without the section", args: []string{"-jaas", serverOnly}, status: 2, stderr: "no JAAS section Client"},
 		{name: "user without password", args: []string{"-sasl-user", "bob"}, status: 2, stderr: "-sasl-password-file"},
 		{name: "user and jaas", args: []string{"-sasl-user", "bob", "-sasl-password", "x", "-jaas", jaas}, status: 2, stderr: "use one"},
+		// Kerberos logins that fail before any KDC is asked.
+		{name: "a Kerberos section's keytab missing", args: []string{"-jaas", jaas, "-sasl-config", "KrbNoFile", "-krb5-conf", krb5Conf}, status: 2, stderr: "keytab nonexistent.keytab"},
+		{name: "a Kerberos section's krb5.conf from the environment", clientJVMFlags: "-Djava.security.auth.login.config=" + jaas + " -Dzookeeper.sasl.clientconfig=KrbNoFile -Djava.security.krb5.conf=" + filepath.Join(dir, "none.conf"), status: 2, stderr: "none.conf"},
+		{name: "a Kerberos section with a password login", args: []string{"-jaas", jaas, "-sasl-config", "KrbPassword"}, status: 2, stderr: "a login with a password is not possible"},
+		{name: "keytab flag without principal", args: []string{"-sasl-keytab", "x.keytab"}, status: 2, stderr: "-sasl-keytab goes with -sasl-principal"},
+		{name: "principal and jaas", args: []string{"-sasl-principal", "bob", "-jaas", jaas}, status: 2, stderr: "use one"},
+		{name: "principal and user", args: []string{"-sasl-principal", "bob", "-sasl-user", "bob", "-sasl-password", "x"}, status: 2, stderr: "use one"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Setenv("CLIENT_JVMFLAGS", tt.clientJVMFlags)

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -10,26 +11,38 @@ func TestSASLClientLogin(t *testing.T) {
 Client { org.apache.zookeeper.server.auth.DigestLoginModule required username="bob" password="bobsecret"; };
 NoPassword { org.apache.zookeeper.server.auth.DigestLoginModule required username="empty"; };
 NoUser { org.apache.zookeeper.server.auth.DigestLoginModule required password="x"; };
-Kerberos { com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true; };
+Keytab { com.sun.security.auth.module.Krb5LoginModule required useKeyTab=TRUE keyTab="FILE:/k/bob.keytab" storeKey=true principal="bob@R"; };
+Cache { com.sun.security.auth.module.Krb5LoginModule required useTicketCache=true ticketCache="/tmp/cc"; };
+Both { com.sun.security.auth.module.Krb5LoginModule required useTicketCache=true useKeyTab=true keyTab="/k/bob.keytab"; };
+Password { com.sun.security.auth.module.Krb5LoginModule required principal="bob"; };
+NoKeytab { com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true principal="bob"; };
+NoPrincipal { com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true keyTab="/k/bob.keytab"; };
 Other { com.example.Module required; };
 `))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {
-		section, user, password, wantErr string
-		ok                               bool
+		section string
+		want    ClientLogin
+		ok      bool
+		wantErr string
 	}{
-		{section: "Client", user: "bob", password: "bobsecret", ok: true},
-		{section: "NoPassword", user: "empty", ok: true},
+		{section: "Client", want: ClientLogin{Username: "bob", Password: "bobsecret"}, ok: true},
+		{section: "NoPassword", want: ClientLogin{Username: "empty"}, ok: true},
 		{section: "Missing"},
 		{section: "NoUser", ok: true, wantErr: "no username"},
-		{section: "Kerberos", ok: true, wantErr: "Kerberos"},
-		{section: "Other", ok: true, wantErr: "no org.apache.zookeeper.server.auth.DigestLoginModule"},
+		{section: "Keytab", ok: true, want: ClientLogin{Kerberos: &KerberosClientLogin{Principal: "bob@R", UseKeyTab: true, Keytab: "/k/bob.keytab"}}},
+		{section: "Cache", ok: true, want: ClientLogin{Kerberos: &KerberosClientLogin{UseTicketCache: true, TicketCache: "/tmp/cc"}}},
+		{section: "Both", ok: true, want: ClientLogin{Kerberos: &KerberosClientLogin{UseTicketCache: true, UseKeyTab: true, Keytab: "/k/bob.keytab"}}},
+		{section: "Password", ok: true, wantErr: "a login with a password is not possible"},
+		{section: "NoKeytab", ok: true, wantErr: `needs keyTab="file"`},
+		{section: "NoPrincipal", ok: true, wantErr: `needs principal="name"`},
+		{section: "Other", ok: true, wantErr: "neither org.apache.zookeeper.server.auth.DigestLoginModule nor com.sun.security.auth.module.Krb5LoginModule"},
 	} {
-		user, password, ok, err := SASLClientLogin(sections, tt.section)
-		if user != tt.user || password != tt.password || ok != tt.ok || (err == nil) != (tt.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
-			t.Errorf("%s: %q %q %v %v; want %q %q %v error %q", tt.section, user, password, ok, err, tt.user, tt.password, tt.ok, tt.wantErr)
+		login, ok, err := SASLClientLogin(sections, tt.section)
+		if !reflect.DeepEqual(login, tt.want) || ok != tt.ok || (err == nil) != (tt.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
+			t.Errorf("%s: %+v %v %v; want %+v %v error %q", tt.section, login, ok, err, tt.want, tt.ok, tt.wantErr)
 		}
 	}
 }
