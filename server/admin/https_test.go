@@ -138,8 +138,8 @@ func TestForceHTTPS(t *testing.T) {
 		t.Errorf("Strict-Transport-Security %q, want %q as ZooKeeper's Jetty sends", sts, wantSTS)
 	}
 	status, _, body, err := get(httpClient(t), "http://"+srv.addr+"/commands/ruok")
-	if err == nil && (status != http.StatusBadRequest || strings.Contains(body, "ruok")) {
-		t.Errorf("plain HTTP on a forceHttps port: %d %q, want 400 or no answer", status, body)
+	if err != nil || status != http.StatusBadRequest || strings.Contains(body, "ruok") {
+		t.Errorf("plain HTTP on a forceHttps port: %d %q, %v; want 400", status, body, err)
 	}
 	// A client that does not trust the server's CA does not get through.
 	if _, _, _, err := get(httpsClient(t, pki.otherCA, nil), "https://"+srv.addr+"/commands/ruok"); err == nil {
