@@ -127,6 +127,16 @@ func TestAdminHTTPSAgainstZooKeeper(t *testing.T) {
 			if strings.Contains(out.String(), tlstest.Password) {
 				t.Errorf("Collie logged the stores' password:\n%s", out)
 			}
+			// The one command that shows zoo.cfg masks the passwords in it.
+			resp, err := hc.Get("https://" + servers[1].addr + "/commands/initial_configuration")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil || !strings.Contains(string(body), mode+"=true") || strings.Contains(string(body), tlstest.Password) {
+				t.Errorf("Collie's initial_configuration over HTTPS (%v): want the zoo.cfg without its passwords:\n%s", err, body)
+			}
 		})
 	}
 }
