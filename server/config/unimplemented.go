@@ -164,7 +164,7 @@ var unimplemented = []unimplementedFeature{
 		},
 	},
 	{
-		// As above, for HTTPS on the admin port (admin.go).
+		// As above, for the switches of HTTPS on the admin port (parser.set).
 		name: "HTTPS on the admin port under a spelling ZooKeeper does not read (admin.forceHttps, admin.portUnification, admin.needClientAuth)",
 		keys: []refusal{
 			{"admin.forceHttps", offFalse},
