@@ -2,6 +2,7 @@ package server
 
 import (
 	"cmp"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/collie-io/collie/server/admin"
+	"github.com/collie-io/collie/server/tlsconfig"
 )
 
 // adminServer is the admin HTTP server's place in a Server. Run starts it
@@ -30,19 +32,51 @@ func (s *Server) startAdmin() error {
 		return nil
 	}
 	h := admin.NewHandler((*adminBackend)(s), admin.Options{CommandURL: s.cfg.AdminCommandURL, Pprof: s.cfg.AdminPprof})
+	https, err := s.adminHTTPS()
+	if err != nil {
+		return err
+	}
 	addr := net.JoinHostPort(s.cfg.AdminServerAddress, strconv.Itoa(s.cfg.AdminServerPort))
 	s.admin.mu.Lock()
 	defer s.admin.mu.Unlock()
 	if s.admin.closed {
 		return ErrServerClosed
 	}
-	srv, err := admin.Listen(addr, h, s.log)
+	srv, err := admin.Listen(addr, h, https, s.log)
 	if err != nil {
 		return fmt.Errorf("server: start the admin server on %s (set admin.serverPort, or admin.enableServer=false): %w", addr, err)
 	}
 	s.admin.srv = srv
-	s.log.Info("serving admin commands", "addr", srv.Addr().String(), "command_url", s.cfg.AdminCommandURL, "pprof", s.cfg.AdminPprof)
+	s.log.Info("serving admin commands", "addr", srv.Addr().String(), "command_url", s.cfg.AdminCommandURL, "pprof", s.cfg.AdminPprof,
+		"forceHttps", s.cfg.AdminForceHTTPS, "portUnification", s.cfg.AdminPortUnification, "needClientAuth", s.cfg.AdminNeedClientAuth)
 	return nil
+}
+
+// adminHTTPS reads the ssl.quorum.* stores for the admin server when it
+// serves HTTPS (admin.forceHttps, admin.portUnification), or returns nil.
+// As in ZooKeeper, only the stores come from those keys: the versions and
+// suites are the defaults (Jetty's there, Go's here), and a client
+// certificate is asked for only with admin.needClientAuth. ZooKeeper reads
+// the stores once, at the start.
+func (s *Server) adminHTTPS() (*admin.HTTPS, error) {
+	if !s.cfg.AdminHTTPS() {
+		return nil, nil
+	}
+	stores := tlsconfig.Settings{
+		KeyStore:   s.cfg.QuorumSSL.KeyStore,
+		TrustStore: s.cfg.QuorumSSL.TrustStore,
+		ClientAuth: tlsconfig.NoClientAuth,
+	}
+	if s.cfg.AdminNeedClientAuth {
+		stores.ClientAuth = tlsconfig.NeedClientAuth
+	}
+	c, err := stores.ServerConfig()
+	if err != nil {
+		return nil, fmt.Errorf("server: HTTPS on the admin port (admin.forceHttps, admin.portUnification) with the ssl.quorum.* stores: %w", err)
+	}
+	c.MinVersion, c.MaxVersion, c.CipherSuites = tls.VersionTLS12, 0, nil
+	s.log.Info("HTTPS on the admin port", "key_store", stores.KeyStore, "trust_store", stores.TrustStore)
+	return &admin.HTTPS{Config: c, AcceptPlaintext: !s.cfg.AdminForceHTTPS}, nil
 }
 
 // stopAdmin closes the admin server and waits for its goroutines.

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -29,6 +28,7 @@ import (
 	"github.com/collie-io/collie/server/session"
 	"github.com/collie-io/collie/server/storage"
 	"github.com/collie-io/collie/server/tlsconfig"
+	"github.com/collie-io/collie/server/tlssniff"
 	"github.com/collie-io/collie/server/tree"
 	"github.com/collie-io/collie/server/watch"
 )
@@ -612,13 +612,6 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn, mode connMode) {
 	})
 }
 
-// tlsRecordHandshake is the first byte of every TLS connection: the
-// content type of a handshake record. ZooKeeper's frames start with the
-// high byte of their length, 0 for any frame it accepts, and four-letter
-// words with a lowercase letter, so one byte tells them apart, as Netty's
-// OptionalSslHandler does for ZooKeeper.
-const tlsRecordHandshake = 0x16
-
 // startTLS performs the TLS handshake of a connection (on a unified port,
 // once its first byte shows one) within the handshake timeout, and returns
 // the connection to serve. A failed handshake, or garbage, costs that
@@ -626,13 +619,12 @@ const tlsRecordHandshake = 0x16
 func (s *Server) startTLS(ctx context.Context, nc net.Conn, mode connMode) (net.Conn, bool) {
 	nc.SetDeadline(time.Now().Add(s.handshakeTimeout()))
 	if mode == unifiedConns {
-		pc := &peekedConn{Conn: nc, r: bufio.NewReaderSize(nc, 16)}
-		first, err := pc.r.Peek(1)
+		pc, isTLS, err := tlssniff.Sniff(nc)
 		if err != nil {
 			return nc, false
 		}
 		nc = pc
-		if first[0] != tlsRecordHandshake {
+		if !isTLS {
 			// conn.Serve sets its own deadlines.
 			nc.SetDeadline(time.Time{})
 			return nc, true
@@ -647,15 +639,6 @@ func (s *Server) startTLS(ctx context.Context, nc net.Conn, mode connMode) (net.
 	nc.SetDeadline(time.Time{})
 	return tc, true
 }
-
-// peekedConn is a connection whose first bytes were read to see how it
-// begins; reads return them first.
-type peekedConn struct {
-	net.Conn
-	r *bufio.Reader
-}
-
-func (c *peekedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
 // goUnlessClosed runs f in a goroutine of the server, unless Shutdown has
 // begun, and reports whether it did. A goroutine Run starts must be counted

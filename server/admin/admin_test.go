@@ -68,8 +68,13 @@ func command(t *testing.T, hc *http.Client, adminAddr, name string) map[string]a
 func commandNames(t *testing.T, hc *http.Client, adminAddr string) []string {
 	t.Helper()
 	_, body := fetch(t, hc, "http://"+adminAddr+"/commands")
+	return linkedCommands(body)
+}
+
+// linkedCommands returns the commands a command list page links to.
+func linkedCommands(page string) []string {
 	var names []string
-	for _, m := range regexp.MustCompile(`<a href="/commands/([a-z_]+)">`).FindAllStringSubmatch(body, -1) {
+	for _, m := range regexp.MustCompile(`<a href="/commands/([a-z_]+)">`).FindAllStringSubmatch(page, -1) {
 		names = append(names, m[1])
 	}
 	return names
@@ -413,6 +418,19 @@ func TestAdminPortTaken(t *testing.T) {
 	cfg.AdminServerEnabled = true
 	cfg.AdminServerAddress = "127.0.0.1"
 	cfg.AdminServerPort = ln.Addr().(*net.TCPAddr).Port
+	srv, err := runFailing(t, cfg)
+	if err == nil || !strings.Contains(err.Error(), "admin server") {
+		t.Errorf("Run with the admin port taken: %v", err)
+	}
+	if srv.Addr() != nil {
+		t.Errorf("the client port opened although the admin port could not: %v", srv.Addr())
+	}
+}
+
+// runFailing runs a server of cfg that is expected not to start, and
+// returns it, shut down, with what Run returned.
+func runFailing(t *testing.T, cfg config.Config) (*server.Server, error) {
+	t.Helper()
 	srv, err := server.New(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -420,15 +438,10 @@ func TestAdminPortTaken(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err = srv.Run(ctx)
-	if err == nil || !strings.Contains(err.Error(), "admin server") {
-		t.Errorf("Run with the admin port taken: %v", err)
-	}
-	if srv.Addr() != nil {
-		t.Errorf("the client port opened although the admin port could not: %v", srv.Addr())
-	}
 	if err := srv.Shutdown(ctx); err != nil {
 		t.Error(err)
 	}
+	return srv, err
 }
 
 // TestAgainstZooKeeper runs the same session on ZooKeeper 3.8 and Collie and

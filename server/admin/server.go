@@ -36,8 +36,9 @@ const (
 	maxHeaderBytes    = 8 << 10
 )
 
-// Listen binds addr (host:port) and serves h there until Close.
-func Listen(addr string, h http.Handler, logger *slog.Logger) (*Server, error) {
+// Listen binds addr (host:port) and serves h there until Close: over
+// HTTPS as https says, or over plain HTTP when https is nil.
+func Listen(addr string, h http.Handler, https *HTTPS, logger *slog.Logger) (*Server, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -56,8 +57,12 @@ func Listen(addr string, h http.Handler, logger *slog.Logger) (*Server, error) {
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 		ConnState:         s.track,
 	}
+	served := ln
+	if https != nil {
+		served = s.secure(ln, https)
+	}
 	s.serving.Go(func() {
-		if err := s.http.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		if err := s.http.Serve(served); !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("admin server stopped", "addr", ln.Addr().String(), "err", err)
 		}
 	})

@@ -160,6 +160,18 @@ type Config struct {
 	AdminServerPort    int    // admin.serverPort
 	AdminServerAddress string // admin.serverAddress
 	AdminCommandURL    string // admin.commandURL: the path under which the admin commands are served
+	// AdminForceHTTPS is admin.forceHttps: the admin port serves HTTPS
+	// only. AdminPortUnification is admin.portUnification: it serves
+	// HTTP and HTTPS, each connection told apart by its first byte. Either
+	// takes the server's key and certificate from the ssl.quorum.* key
+	// store, as ZooKeeper does, whether or not the servers use TLS between
+	// them. AdminNeedClientAuth is admin.needClientAuth (ZooKeeper 3.9):
+	// an HTTPS client must show a certificate the ssl.quorum.* trust store
+	// trusts; without it none is asked for, whatever
+	// ssl.quorum.clientAuth says.
+	AdminForceHTTPS      bool
+	AdminPortUnification bool
+	AdminNeedClientAuth  bool
 	// AdminPprof serves Go's profiles under /debug/pprof/ on the admin
 	// port (admin.pprof, a Collie key). Profiles reveal the process's
 	// internals and cost CPU while taken, so they are off unless asked for.
@@ -473,6 +485,12 @@ func (p *parser) set(key, value string, line int) {
 		if problem := checkCommandURL(value); problem != "" {
 			err = &ValueError{Key: key, Value: value, Problem: problem}
 		}
+	case "admin.forceHttps", "zookeeper.admin.forceHttps":
+		c.AdminForceHTTPS, err = boolean(key, value)
+	case "admin.portUnification", "zookeeper.admin.portUnification":
+		c.AdminPortUnification, err = boolean(key, value)
+	case "admin.needClientAuth", "zookeeper.admin.needClientAuth":
+		c.AdminNeedClientAuth, err = boolean(key, value)
 	case "admin.pprof":
 		c.AdminPprof, err = boolean(key, value)
 	case "linearizableReads":
@@ -959,6 +977,7 @@ func (c Config) Validate() error {
 		check(validPort(c.AdminServerPort), "admin.serverPort %d is not a port number (1-65535)", c.AdminServerPort)
 		problem := checkCommandURL(c.AdminCommandURL)
 		check(problem == "", "admin.commandURL %q %s", c.AdminCommandURL, problem)
+		errs = append(errs, c.checkAdminHTTPS()...)
 	}
 	check(c.MetricsProviderHTTPPort == 0 || validPort(c.MetricsProviderHTTPPort),
 		"metricsProvider.httpPort %d is not a port number (1-65535)", c.MetricsProviderHTTPPort)
@@ -1028,6 +1047,35 @@ func validPort(p int) bool { return p >= 1 && p <= 65535 }
 // sameHost reports whether two listen addresses may be the same one.
 func sameHost(a, b string) bool {
 	return a == b || isWildcard(a) || isWildcard(b)
+}
+
+// AdminHTTPS reports whether the admin server serves HTTPS:
+// admin.forceHttps or admin.portUnification is true.
+func (c Config) AdminHTTPS() bool {
+	return c.AdminServerEnabled && (c.AdminForceHTTPS || c.AdminPortUnification)
+}
+
+// checkAdminHTTPS checks the keys of HTTPS on the admin port. ZooKeeper
+// reads both ssl.quorum.* stores for it and, when it cannot, runs without
+// an admin server; Collie refuses to start instead, and refuses
+// admin.needClientAuth on a port that would serve plain HTTP alone.
+func (c Config) checkAdminHTTPS() []error {
+	if !c.AdminHTTPS() {
+		if c.AdminNeedClientAuth {
+			return []error{errors.New("admin.needClientAuth=true asks for client certificates, but the admin server serves plain HTTP: set admin.forceHttps=true or admin.portUnification=true")}
+		}
+		return nil
+	}
+	var errs []error
+	for _, s := range []struct{ key, location string }{
+		{"ssl.quorum.keyStore.location", c.QuorumSSL.KeyStore.Location},
+		{"ssl.quorum.trustStore.location", c.QuorumSSL.TrustStore.Location},
+	} {
+		if s.location == "" {
+			errs = append(errs, fmt.Errorf("%s is not set: admin.forceHttps=true and admin.portUnification=true take the admin server's key, certificate and trusted CAs from the ssl.quorum.* stores", s.key))
+		}
+	}
+	return errs
 }
 
 // QuorumTLS reports whether the servers of an ensemble use TLS between

@@ -228,3 +228,43 @@ func TestValidateQuorumTLS(t *testing.T) {
 		}
 	}
 }
+
+func TestParseAndValidateAdminHTTPS(t *testing.T) {
+	const stores = "ssl.quorum.keyStore.location=/q.pem\nssl.quorum.trustStore.location=/ca.pem\n"
+	tests := []struct {
+		text    string
+		want    [3]bool // forceHttps, portUnification, needClientAuth
+		wantErr string
+	}{
+		{"admin.forceHttps=true\n" + stores, [3]bool{true, false, false}, ""},
+		{"zookeeper.admin.forceHttps=true\nzookeeper.admin.needClientAuth=true\n" + stores, [3]bool{true, false, true}, ""},
+		{"admin.portUnification=true\nadmin.needClientAuth=true\n" + stores, [3]bool{false, true, true}, ""},
+		// The stores are ZooKeeper's quorum stores, whether or not the
+		// servers use TLS between them, and both are read.
+		{"admin.forceHttps=true\nssl.keyStore.location=/k.pem\nssl.trustStore.location=/ca.pem", [3]bool{true, false, false}, "ssl.quorum.keyStore.location is not set"},
+		{"admin.portUnification=true\nssl.quorum.keyStore.location=/q.pem", [3]bool{false, true, false}, "ssl.quorum.trustStore.location is not set"},
+		{"admin.needClientAuth=true\n" + stores, [3]bool{false, false, true}, "admin.needClientAuth=true asks for client certificates, but the admin server serves plain HTTP"},
+		// Without an admin server the keys ask for nothing.
+		{"admin.enableServer=false\nadmin.forceHttps=true\nadmin.needClientAuth=true", [3]bool{true, false, true}, ""},
+	}
+	for _, tt := range tests {
+		c, err := Parse([]byte("dataDir=/d\nclientPort=2181\n" + tt.text))
+		if err != nil {
+			t.Errorf("Parse(%q): %v", tt.text, err)
+			continue
+		}
+		if got := [3]bool{c.AdminForceHTTPS, c.AdminPortUnification, c.AdminNeedClientAuth}; got != tt.want {
+			t.Errorf("%q: forceHttps, portUnification, needClientAuth = %v, want %v", tt.text, got, tt.want)
+		}
+		if got := errString(c.Validate()); (tt.wantErr == "") != (got == "") || !strings.Contains(got, tt.wantErr) {
+			t.Errorf("%q: Validate error %q, want one containing %q", tt.text, got, tt.wantErr)
+		}
+	}
+	for _, line := range []string{"admin.forceHttps=yes", "admin.portUnification=1", "admin.needClientAuth=on"} {
+		if _, err := Parse([]byte("dataDir=/d\nclientPort=2181\n" + line)); err == nil {
+			t.Errorf("Parse(%q) succeeded", line)
+		} else if strings.Contains(err.Error(), "does not implement") {
+			t.Errorf("Parse(%q) = %v, want a value error", line, err)
+		}
+	}
+}

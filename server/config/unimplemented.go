@@ -164,9 +164,8 @@ var unimplemented = []unimplementedFeature{
 		},
 	},
 	{
-		// ZooKeeper's admin server takes its key and trust stores from
-		// the ssl.quorum.* keys, which Collie uses between servers only.
-		name: "HTTPS on the admin port",
+		// As above, for the switches of HTTPS on the admin port (parser.set).
+		name: "HTTPS on the admin port under a spelling ZooKeeper does not read (admin.forceHttps, admin.portUnification, admin.needClientAuth)",
 		keys: []refusal{
 			{"admin.forceHttps", offFalse},
 			{"admin.portUnification", offFalse},

@@ -31,6 +31,9 @@ func bothSpellings(key string) []string {
 // ZooKeeper's asks for.
 const misspelledQuorumTLS = "TLS between servers under a spelling ZooKeeper does not read (sslQuorum, portUnification, sslQuorumReloadCertFiles)"
 
+// misspelledAdminHTTPS is the same for the admin server's HTTPS switches.
+const misspelledAdminHTTPS = "HTTPS on the admin port under a spelling ZooKeeper does not read (admin.forceHttps, admin.portUnification, admin.needClientAuth)"
+
 func TestParseRefusesKeysAskingForUnimplementedSecurity(t *testing.T) {
 	tests := []struct {
 		key, value string
@@ -49,9 +52,9 @@ func TestParseRefusesKeysAskingForUnimplementedSecurity(t *testing.T) {
 		{"SSLQUORUM", "true", misspelledQuorumTLS},
 		{"sslquorumreloadcertfiles", "true", misspelledQuorumTLS},
 		{"PortUnification", "true", misspelledQuorumTLS},
-		{"admin.forceHttps", "true", "HTTPS on the admin port"},
-		{"admin.portUnification", "true", "HTTPS on the admin port"},
-		{"admin.needClientAuth", "true", "HTTPS on the admin port"},
+		{"ADMIN.FORCEHTTPS", "true", misspelledAdminHTTPS},
+		{"admin.portunification", "true", misspelledAdminHTTPS},
+		{"admin.NeedClientAuth", "true", misspelledAdminHTTPS},
 		{"authProvider.1", "org.apache.zookeeper.server.auth.EnsembleAuthenticationProvider", "an authentication provider Collie does not have"},
 		{"authProvider.x509", "org.apache.zookeeper.server.auth.X509AuthenticationProvider2", "an authentication provider Collie does not have"},
 		{"authProvider", "org.apache.zookeeper.server.auth.SASLAuthenticationProvider", "an authentication provider Collie does not have"},
@@ -115,9 +118,9 @@ func TestParseAcceptsSwitchesThatAreOff(t *testing.T) {
 		"sslquorum=FALSE",
 		"sslQuorumreloadCertFiles=false",
 		"PORTUNIFICATION=false",
-		"admin.forceHttps=false",
-		"admin.portUnification=false",
-		"admin.needClientAuth=false",
+		"ADMIN.FORCEHTTPS=false",
+		"admin.portunification=false",
+		"admin.NeedClientAuth=false",
 		"authProvider.1=org.apache.zookeeper.server.auth.DigestAuthenticationProvider",
 		"authProvider.2=org.apache.zookeeper.server.auth.IPAuthenticationProvider",
 		"sasl.client=false",

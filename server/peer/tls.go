@@ -6,12 +6,12 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"strings"
 
 	"github.com/collie-io/collie/server/tlsconfig"
+	"github.com/collie-io/collie/server/tlssniff"
 )
 
 // TLS says how a transport secures its connections, as ZooKeeper's
@@ -44,10 +44,6 @@ type TLS struct {
 	ReverseLookup bool
 }
 
-// tlsRecordHandshake is the first byte of every TLS connection: the
-// content type of a handshake record. A hello starts with 'C'.
-const tlsRecordHandshake = 0x16
-
 // Why a receiver closes an incoming connection before its hello.
 var (
 	// errPlaintextPort: a TLS handshake on a port that takes plaintext
@@ -65,13 +61,12 @@ var (
 // too: the hello is read and answered with statusTLSRequired, so that the
 // dialler can say why. Called with the handshake deadline set.
 func (t *Transport) secureIncoming(conn net.Conn) (net.Conn, *tls.Conn, error) {
-	var first [1]byte
-	if _, err := io.ReadFull(conn, first[:]); err != nil {
+	conn, handshake, err := tlssniff.Sniff(conn)
+	if err != nil {
 		return nil, nil, fmt.Errorf("%w: handshake: %w", errProtocol, err)
 	}
-	conn = &replayConn{Conn: conn, first: first[:]}
 	s := t.cfg.TLS
-	if first[0] != tlsRecordHandshake {
+	if !handshake {
 		return conn, nil, nil
 	}
 	if s == nil {
@@ -193,20 +188,4 @@ func logKey(remote string, err error) string {
 func isTLS(conn net.Conn) bool {
 	_, ok := conn.(*tls.Conn)
 	return ok
-}
-
-// replayConn is a connection whose first bytes were read to tell TLS from
-// plaintext: Read returns them again first.
-type replayConn struct {
-	net.Conn
-	first []byte
-}
-
-func (c *replayConn) Read(b []byte) (int, error) {
-	if len(c.first) > 0 {
-		n := copy(b, c.first)
-		c.first = c.first[n:]
-		return n, nil
-	}
-	return c.Conn.Read(b)
 }
