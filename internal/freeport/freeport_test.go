@@ -1,7 +1,9 @@
 package freeport
 
 import (
+	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"testing"
 )
@@ -54,6 +56,28 @@ func TestBlockPortsAreFreeAndNeverRepeat(t *testing.T) {
 				t.Fatalf("listen on port %d of the block: %v", port, err)
 			}
 			l.Close()
+		}
+	}
+}
+
+// A taken port must not be one the kernel may give an outgoing
+// connection meanwhile, before the test server listens on it.
+func TestTakenPortIsOutsideTheEphemeralRange(t *testing.T) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		t.Skipf("no ephemeral port range to compare with: %v", err)
+	}
+	var low, high int
+	if _, err := fmt.Sscan(string(b), &low, &high); err != nil {
+		t.Fatalf("ip_local_port_range %q: %v", b, err)
+	}
+	for range 100 {
+		port, err := Take()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if port >= low && port <= high {
+			t.Fatalf("port %d is in the ephemeral range %d-%d", port, low, high)
 		}
 	}
 }
