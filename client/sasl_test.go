@@ -2,6 +2,7 @@ package client
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -383,13 +384,21 @@ func TestSASLRefusedOnReconnection(t *testing.T) {
 // the read timeout, and the client connects again.
 func TestSASLBoundedByReadTimeout(t *testing.T) {
 	s := startScripted(t)
-	ctx := testCtx(t)
+	ctx, cancel := context.WithCancel(testCtx(t))
+	dialed := make(chan struct{})
 	go func() {
+		defer close(dialed)
 		c, err := Dial(ctx, s.ln.Addr().String(), Config{SASL: func() SASLMechanism { return &fakeMech{} }, Logger: testLogger(t)})
 		if err == nil {
 			c.Close()
 		}
 	}()
+	// The client logs to the test until it is closed: it must be before
+	// the test ends.
+	t.Cleanup(func() {
+		cancel()
+		<-dialed
+	})
 	sc := s.next(t, 300*time.Millisecond)
 	sc.readSASL(t)
 	sc.nc.SetReadDeadline(time.Now().Add(testTimeout))
