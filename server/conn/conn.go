@@ -845,16 +845,45 @@ func (c *Conn) reply(it *item) bool {
 func (c *Conn) write() {
 	defer close(c.writerDone)
 	defer c.Close()
+	_, plain := c.nc.(*net.TCPConn)
+	var joined []byte
 	for {
 		bufs, ok := c.out.pop()
 		if !ok {
 			return
 		}
-		if _, err := (*net.Buffers)(&bufs).WriteTo(c.nc); err != nil {
+		if plain || len(bufs) == 1 {
+			if _, err := (*net.Buffers)(&bufs).WriteTo(c.nc); err != nil {
+				return
+			}
+			continue
+		}
+		// Another connection (TLS) takes no writev: net.Buffers would make
+		// a record and a system call of each frame, so frames queued
+		// together go in writes of up to joinedWriteBytes.
+		for _, b := range bufs {
+			if len(joined) > 0 && len(joined)+len(b) > joinedWriteBytes {
+				if _, err := c.nc.Write(joined); err != nil {
+					return
+				}
+				joined = joined[:0]
+			}
+			joined = append(joined, b...)
+		}
+		if _, err := c.nc.Write(joined); err != nil {
 			return
+		}
+		if cap(joined) > joinedWriteBytes {
+			joined = nil // a large frame's buffer is not kept
+		} else {
+			joined = joined[:0]
 		}
 	}
 }
+
+// joinedWriteBytes bounds the writes of frames joined for a TLS
+// connection: four TLS records.
+const joinedWriteBytes = 64 << 10
 
 func sessionHex(id int64) string { return fmt.Sprintf("0x%x", uint64(id)) }
 
