@@ -54,6 +54,9 @@ var zookeeperJars = []string{
 	"log4j-1.2.jar",
 	"netty-codec.jar",
 	"netty-resolver.jar",
+	// ZooKeeper's snappy-compressed snapshots (Debian's libsnappy-java,
+	// which libzookeeper-java depends on).
+	"snappy-java.jar",
 }
 
 // curatorJars are Apache Curator's client, framework, recipes and service

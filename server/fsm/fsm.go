@@ -18,6 +18,10 @@ type Session struct {
 	Timeout int32 // milliseconds
 	// Owner is the id of the server the session is connected to.
 	Owner uint64
+	// ZooKeeper marks a session a ZooKeeper ensemble opened, whose data
+	// Collie took over: its password is ZooKeeper's
+	// (session.ZooKeeperPassword), which its client holds.
+	ZooKeeper bool
 }
 
 // Event is a change that fires watches: the registry turns it into

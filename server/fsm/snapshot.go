@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/collie-io/collie/proto"
 	"github.com/collie-io/collie/server/tree"
@@ -15,13 +16,14 @@ import (
 // Snapshot format (jute encoding throughout):
 //
 //	magic    "CLSN" (4 bytes)
-//	version  int (4; 3 is read too, and lacks the members with a log; 2
-//	         lacks the secret as well)
+//	version  int (5, or 4 when no session has flags, which 4 lacks; 3
+//	         lacks the members with a log as well, 2 the secret too)
 //	applied  long, lastZxid long
 //	secret   buffer (-1 when none is set)
 //	held     int count, then the ids (long) of the voters known to have
 //	         held the log, ascending
-//	sessions int count, then per session: id long, timeout int, owner long
+//	sessions int count, then per session: id long, timeout int, owner long,
+//	         flags int (1: a ZooKeeper session, Session.ZooKeeper)
 //	nodes    int count, then per node, parents before children:
 //	         path, data buffer, acl int (see below),
 //	         czxid, mzxid, pzxid, ctime, mtime longs,
@@ -41,10 +43,12 @@ import (
 // parent precedes its children, not necessarily sorted.
 const (
 	snapMagic   = "CLSN"
-	snapVersion = 4
-	// snapVersionNoHeld is the format before the members with a log were
+	snapVersion = 5
+	// snapVersionNoFlags is the format before sessions had flags,
+	// snapVersionNoHeld the one before the members with a log were
 	// recorded, snapVersionNoSecret the one before the session secret was
-	// replicated; both are still read.
+	// replicated; all are still read.
+	snapVersionNoFlags  = 4
 	snapVersionNoHeld   = 3
 	snapVersionNoSecret = 2
 )
@@ -93,7 +97,13 @@ func (j *SnapshotJob) Write(w io.Writer, lock, unlock func()) error {
 	bw := bufio.NewWriterSize(w, 1<<20)
 	e := proto.NewEncoder(make([]byte, 0, 4096))
 	e = proto.NewEncoder(append(e.Bytes(), snapMagic...))
-	e.Int(snapVersion)
+	// Version 4 while no session needs flags, so that a server of the
+	// version before reads what this one sends it.
+	version := int32(snapVersionNoFlags)
+	if slices.ContainsFunc(j.sessions, func(s Session) bool { return sessionFlags(s) != 0 }) {
+		version = snapVersion
+	}
+	e.Int(version)
 	e.Long(int64(j.applied))
 	e.Long(j.lastZxid)
 	e.Buffer(j.secret)
@@ -106,6 +116,9 @@ func (j *SnapshotJob) Write(w io.Writer, lock, unlock func()) error {
 		e.Long(s.ID)
 		e.Int(s.Timeout)
 		e.Long(int64(s.Owner))
+		if version >= snapVersion {
+			e.Int(sessionFlags(s))
+		}
 	}
 	e.Int(int32(j.cut.Len()))
 	if _, err := bw.Write(e.Bytes()); err != nil {
@@ -198,7 +211,7 @@ func restore(opts Options, r *snapReader) (*FSM, error) {
 			f.secret = bytes.Clone(secret)
 		}
 	}
-	if v >= snapVersion {
+	if v >= snapVersionNoFlags {
 		nh := r.count()
 		for range nh {
 			id := uint64(r.long())
@@ -214,6 +227,13 @@ func restore(opts Options, r *snapReader) (*FSM, error) {
 	ns := r.count()
 	for range ns {
 		s := &Session{ID: r.long(), Timeout: r.int(), Owner: uint64(r.long())}
+		if v >= snapVersion {
+			flags := r.int()
+			if flags&^sessionFlagZooKeeper != 0 {
+				return nil, fmt.Errorf("session %#x has unknown flags %#x", s.ID, flags)
+			}
+			s.ZooKeeper = flags&sessionFlagZooKeeper != 0
+		}
 		if r.err != nil {
 			return nil, r.err
 		}
@@ -259,6 +279,16 @@ func restore(opts Options, r *snapReader) (*FSM, error) {
 	}
 	f.tree.Sweep()
 	return f, nil
+}
+
+// sessionFlagZooKeeper is Session.ZooKeeper in a snapshot.
+const sessionFlagZooKeeper = 1
+
+func sessionFlags(s Session) int32 {
+	if s.ZooKeeper {
+		return sessionFlagZooKeeper
+	}
+	return 0
 }
 
 // restoredNode is a node decoded from a snapshot, ready to be linked into

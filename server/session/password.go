@@ -28,3 +28,36 @@ func Password(secret []byte, id ID) []byte {
 func CheckPassword(secret []byte, id ID, passwd []byte) bool {
 	return hmac.Equal(Password(secret, id), passwd)
 }
+
+// zooKeeperSecret is the constant ZooKeeper mixes into a session id to
+// seed the generator of its password.
+const zooKeeperSecret = 0xB3415C00
+
+// ZooKeeperPassword returns the password a ZooKeeper server gives session
+// id: the first PasswordLen bytes of java.util.Random seeded with
+// id ^ 0xB3415C00. It depends on the id alone, so sessions a ZooKeeper
+// ensemble opened keep their passwords when Collie takes its data over.
+func ZooKeeperPassword(id ID) []byte {
+	const (
+		multiplier = 0x5DEECE66D
+		mask       = 1<<48 - 1
+	)
+	seed := (uint64(int64(id)^zooKeeperSecret) ^ multiplier) & mask
+	p := make([]byte, PasswordLen)
+	for i := 0; i < len(p); {
+		seed = (seed*multiplier + 0xB) & mask
+		rnd := int32(seed >> 16)
+		for n := min(len(p)-i, 4); n > 0; n-- {
+			p[i] = byte(rnd)
+			rnd >>= 8
+			i++
+		}
+	}
+	return p
+}
+
+// CheckZooKeeperPassword reports whether passwd is ZooKeeper's password
+// of session id, comparing in constant time.
+func CheckZooKeeperPassword(id ID, passwd []byte) bool {
+	return id != 0 && hmac.Equal(ZooKeeperPassword(id), passwd)
+}

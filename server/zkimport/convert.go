@@ -1,0 +1,110 @@
+// Package zkimport owns taking over an Apache ZooKeeper ensemble's
+// database: turning the DataTree and sessions zkdata reads into the state
+// a new Collie data directory starts from, with every node's data, ACL
+// and Stat as ZooKeeper had them, the sessions that were open, and zxids
+// that go on from ZooKeeper's last.
+package zkimport
+
+import (
+	"crypto/rand"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/collie-io/collie/proto"
+	"github.com/collie-io/collie/server/fsm"
+	"github.com/collie-io/collie/server/tree"
+	"github.com/collie-io/collie/server/zkdata"
+)
+
+// Options choose how a ZooKeeper database becomes Collie's.
+type Options struct {
+	// FSM are the state machine's settings (extendedTypesEnabled); they
+	// must be those the ZooKeeper servers ran with.
+	FSM fsm.Options
+	// DropSessions closes every session that was open, deleting its
+	// ephemerals, as ZooKeeper does when a session expires, each close a
+	// transaction of its own after ZooKeeper's last. By default the
+	// sessions are kept: a client that reconnects with its session keeps
+	// its ephemerals, and one that does not loses them when its timeout
+	// passes, as when a ZooKeeper ensemble restarts.
+	DropSessions bool
+	// Now is the time of the closes DropSessions makes; zero means now.
+	Now time.Time
+	// Secret is the new ensemble's session secret; nil makes a random one.
+	Secret []byte
+}
+
+// Result says what Convert made.
+type Result struct {
+	FSM *fsm.FSM
+	// LastZxid is the zxid the state stands at: ZooKeeper's last, or
+	// the last of the closes DropSessions made.
+	LastZxid int64
+	Nodes    int
+	Sessions int
+	// Dropped are the sessions DropSessions closed, with how many
+	// ephemerals each had.
+	Dropped map[int64]int
+}
+
+// Convert makes Collie's state from a ZooKeeper database. The database is
+// changed when DropSessions closes its sessions.
+func Convert(t *zkdata.DataTree, opts Options) (*Result, error) {
+	if t.LastZxid <= 0 {
+		return nil, fmt.Errorf("zkimport: the ZooKeeper database is at zxid %d: nothing to take over", t.LastZxid)
+	}
+	res := &Result{}
+	ids := make([]int64, 0, len(t.Sessions))
+	for id := range t.Sessions {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	if opts.DropSessions {
+		now := opts.Now
+		if now.IsZero() {
+			now = time.Now()
+		}
+		res.Dropped = make(map[int64]int, len(ids))
+		for _, id := range ids {
+			res.Dropped[id] = len(t.Ephemerals(id))
+			t.Apply(&zkdata.Txn{Header: zkdata.Header{Session: id, Zxid: t.LastZxid + 1, Time: now.UnixMilli(), Type: proto.OpCloseSession}})
+		}
+		ids = nil
+	}
+	secret := opts.Secret
+	if secret == nil {
+		secret = make([]byte, fsm.SecretLen)
+		if _, err := rand.Read(secret); err != nil {
+			return nil, fmt.Errorf("zkimport: session secret: %w", err)
+		}
+	}
+	st := fsm.BuildState{Applied: uint64(t.LastZxid), Secret: secret}
+	for _, id := range ids {
+		st.Sessions = append(st.Sessions, fsm.Session{ID: id, Timeout: t.Sessions[id], ZooKeeper: true})
+	}
+	f, err := fsm.Build(opts.FSM, st, func(add func(string, *tree.Node, []proto.ACL) error) error {
+		return t.Walk(func(path string, n *zkdata.Node) error {
+			if path == tree.ConfigPath {
+				// ZooKeeper's /zookeeper/config lists its own servers;
+				// clients that follow it (Curator's EnsembleTracker)
+				// must not be sent back to them. Collie's is kept.
+				return nil
+			}
+			s := n.Stat
+			res.Nodes++
+			return add(path, &tree.Node{
+				Data:  n.Data,
+				Czxid: s.Czxid, Mzxid: s.Mzxid, Pzxid: s.Pzxid,
+				Ctime: s.Ctime, Mtime: s.Mtime,
+				Version: s.Version, Cversion: s.Cversion, Aversion: s.Aversion,
+				EphemeralOwner: s.EphemeralOwner,
+			}, n.ACL)
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("zkimport: %w", err)
+	}
+	res.FSM, res.LastZxid, res.Sessions = f, t.LastZxid, len(st.Sessions)
+	return res, nil
+}

@@ -1,0 +1,286 @@
+package zkcompat
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/collie-io/collie/internal/zkref"
+	"github.com/collie-io/collie/internal/zkwire"
+	"github.com/collie-io/collie/proto"
+	"github.com/collie-io/collie/server/fsm"
+	"github.com/collie-io/collie/server/tree"
+	"github.com/collie-io/collie/server/zkdata"
+	"github.com/collie-io/collie/server/zkimport"
+)
+
+// importSessionMs is the session timeout of the sessions that load
+// ZooKeeper in the import tests: long enough that none expires while a
+// test runs, on either server.
+const importSessionMs = 3600000
+
+// zkImportArgs are the JVM arguments of the ZooKeeper servers the import
+// tests load: snapshots every few dozen transactions, so that the data
+// has several snapshots and logs, each snapshot fuzzy; the super user, to
+// read every node back; no container sweeps.
+func zkImportArgs(compression string) []zkref.Option {
+	args := []string{
+		"-Dzookeeper.snapCount=40",
+		"-Dzookeeper.DigestAuthenticationProvider.superDigest=" + digest(superPassword),
+		"-Dznode.container.checkIntervalMs=3600000",
+		"-Dfile.encoding=UTF-8",
+	}
+	if compression != "" {
+		args = append(args, "-Dzookeeper.snapshot.compression.method="+compression)
+	}
+	return []zkref.Option{zkref.WithExtendedTypes(), zkref.WithConfig("maxSessionTimeout", fmt.Sprint(importSessionMs)), zkref.WithJVMArgs(args...)}
+}
+
+// loadZooKeeper runs a seeded random workload of steps requests against
+// ZooKeeper (every node kind, ACLs, multis, deletes, session ends), then
+// kills it with SIGKILL while a writer pipelines creates, sequential and
+// ephemeral, and setData: the log ends mid-write. It returns the sessions
+// still open.
+func loadZooKeeper(t *testing.T, ref *zkref.Server, seed uint64, steps int) map[int64]string {
+	t.Helper()
+	r := newWireRunner(t, ref.Addr(), importSessionMs)
+	g := newRandomRequests(seed)
+	for i := range steps {
+		r.run(i, g.next())
+	}
+	w, err := zkwire.Dial(ref.Addr(), importSessionMs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if code, err := w.Do(proto.OpCreate, &proto.CreateRequest{Path: "/mid", ACL: tree.OpenACL}, &proto.CreateResponse{}); err != nil || code != proto.OK && code != proto.ErrNodeExists {
+		t.Fatalf("create /mid: %v %v", code, err)
+	}
+	var wg sync.WaitGroup
+	acked := make(chan int, 1)
+	wg.Go(func() {
+		n := 0
+		defer func() { acked <- n }()
+		for i := 0; ; i++ {
+			reqs := []zkwire.Request{
+				{Xid: w.NextXid(), Op: proto.OpCreate, Req: &proto.CreateRequest{Path: "/mid/s-", Data: []byte(fmt.Sprint(i)), ACL: tree.OpenACL, Flags: proto.ModePersistentSequential}},
+				{Xid: w.NextXid(), Op: proto.OpCreate, Req: &proto.CreateRequest{Path: fmt.Sprintf("/mid/e%d", i), ACL: tree.OpenACL, Flags: proto.ModeEphemeral}},
+				{Xid: w.NextXid(), Op: proto.OpSetData, Req: &proto.SetDataRequest{Path: "/mid", Data: []byte(fmt.Sprint(i)), Version: -1}},
+			}
+			if _, err := w.Pipeline(reqs...); err != nil {
+				return
+			}
+			n++
+		}
+	})
+	// Kill once the writer has a few rounds acknowledged.
+	deadline := time.Now().Add(time.Minute)
+	for countChildren(ref.Addr(), "/mid") < 30 {
+		if time.Now().After(deadline) {
+			t.Fatal("the writer made no progress in a minute")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	ref.Kill()
+	wg.Wait()
+	t.Logf("writer rounds acknowledged before the kill: %d", <-acked)
+	sessions := r.sessions()
+	sessions[w.Session] = "writer"
+	return sessions
+}
+
+func countChildren(addr, path string) int {
+	c, err := zkwire.Dial(addr, 30000)
+	if err != nil {
+		return 0
+	}
+	defer c.Close()
+	var resp proto.GetChildren2Response
+	if code, err := c.Do(proto.OpGetChildren2, &proto.GetChildren2Request{Path: path}, &resp); err != nil || code != proto.OK {
+		return 0
+	}
+	return len(resp.Children)
+}
+
+func mntrZxid(t *testing.T, addr string) int64 {
+	out, err := zkref.FourLetter(addr, "srvr")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(line, "Zxid: "); ok {
+			var z int64
+			fmt.Sscanf(v, "0x%x", &z)
+			return z
+		}
+	}
+	return 0
+}
+
+// wireTree reads every node of the server at addr through the wire, as the
+// super user, and returns one line per node, by path: data, ACL and the
+// whole Stat. skip names paths left out, with their subtrees.
+func wireTree(t *testing.T, addr string, skip ...string) map[string]string {
+	t.Helper()
+	c, err := zkwire.Dial(addr, 30000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if hdr, _, err := c.CallXid(-4, proto.OpAuth, &proto.AuthPacket{Scheme: "digest", Auth: []byte(superPassword)}); err != nil || hdr.Err != proto.OK {
+		t.Fatalf("addauth super: %v %v", hdr.Err, err)
+	}
+	out := map[string]string{}
+	var walk func(path string)
+	walk = func(path string) {
+		if slices.Contains(skip, path) {
+			return
+		}
+		var data proto.GetDataResponse
+		var acl proto.GetACLResponse
+		var kids proto.GetChildren2Response
+		for _, call := range []struct {
+			op   proto.OpCode
+			req  proto.Record
+			resp proto.Record
+		}{
+			{proto.OpGetData, &proto.GetDataRequest{Path: path}, &data},
+			{proto.OpGetACL, &proto.GetACLRequest{Path: path}, &acl},
+			{proto.OpGetChildren2, &proto.GetChildren2Request{Path: path}, &kids},
+		} {
+			code, err := c.Do(call.op, call.req, call.resp)
+			if err != nil || code != proto.OK {
+				t.Fatalf("%s %s: %v %v", call.op, path, code, err)
+			}
+		}
+		out[path] = nodeLine(data.Data, acl.ACL, data.Stat)
+		slices.Sort(kids.Children)
+		for _, k := range kids.Children {
+			walk(strings.TrimSuffix(path, "/") + "/" + k)
+		}
+	}
+	walk("/")
+	return out
+}
+
+func nodeLine(data []byte, acl []proto.ACL, st proto.Stat) string {
+	return fmt.Sprintf("data=%q acl=%v stat=%+v", data, acl, st)
+}
+
+// fsmTree returns the nodes of a state machine's tree as wireTree does.
+func fsmTree(f *fsm.FSM, skip ...string) map[string]string {
+	tr := f.Tree()
+	out := map[string]string{}
+	var walk func(path string)
+	walk = func(path string) {
+		if slices.Contains(skip, path) {
+			return
+		}
+		n, _ := tr.Get(path)
+		out[path] = nodeLine(n.Data, tr.ACL(n), tr.Stat(n))
+		kids := n.Children()
+		slices.Sort(kids)
+		for _, k := range kids {
+			walk(strings.TrimSuffix(path, "/") + "/" + k)
+		}
+	}
+	walk("/")
+	return out
+}
+
+// diffTrees reports the nodes that differ, at most a few.
+func diffTrees(t *testing.T, want, got map[string]string) {
+	t.Helper()
+	var bad []string
+	for p, w := range want {
+		if g, ok := got[p]; !ok {
+			bad = append(bad, fmt.Sprintf("%s missing; ZooKeeper has %s", p, w))
+		} else if g != w {
+			bad = append(bad, fmt.Sprintf("%s differs:\n  ZooKeeper: %s\n  Collie:    %s", p, w, g))
+		}
+	}
+	for p, g := range got {
+		if _, ok := want[p]; !ok {
+			bad = append(bad, fmt.Sprintf("%s is extra: %s", p, g))
+		}
+	}
+	slices.Sort(bad)
+	if len(bad) > 0 {
+		t.Errorf("%d of %d nodes differ:\n%s", len(bad), len(want), strings.Join(bad[:min(len(bad), 8)], "\n"))
+	}
+}
+
+// copyDir copies a directory tree.
+func copyDir(t *testing.T, from, to string) {
+	t.Helper()
+	err := filepath.Walk(from, func(path string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(from, path)
+		dst := filepath.Join(to, rel)
+		if info.IsDir() {
+			return os.MkdirAll(dst, 0o755)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestZooKeeperDataMatchesZooKeeper loads ZooKeeper 3.8 with a random
+// workload and kills it mid-write, then reads its data directory with
+// zkdata and converts it, and compares every node, Stat included, with
+// what ZooKeeper itself serves when restarted on the same directory.
+// Plain, gzip and snappy snapshots.
+func TestZooKeeperDataMatchesZooKeeper(t *testing.T) {
+	for i, compression := range []string{"", "gz", "snappy"} {
+		name := compression
+		if name == "" {
+			name = "plain"
+		}
+		t.Run(name, func(t *testing.T) {
+			dataDir := filepath.Join(t.TempDir(), "zk")
+			opts := append(zkImportArgs(compression), zkref.WithDataDir(dataDir))
+			ref := zkref.Start(t, opts...)
+			open := loadZooKeeper(t, ref, uint64(11+i), 300)
+			copied := filepath.Join(t.TempDir(), "copy")
+			copyDir(t, dataDir, copied)
+
+			db, rep, err := zkdata.Load(zkdata.LoadOptions{DataDir: copied, Extended: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("snapshot %s (%d skipped), %d transactions replayed to 0x%x from %d logs", filepath.Base(rep.SnapFile), len(rep.Skipped), rep.Applied, rep.LastZxid, len(rep.Logs))
+			if compression != "" && !strings.HasSuffix(rep.SnapFile, "."+compression) {
+				t.Errorf("the snapshot read is %s, not a %s one", rep.SnapFile, compression)
+			}
+			for id, name := range open {
+				if to, ok := db.Sessions[id]; !ok || to != importSessionMs {
+					t.Errorf("session %#x (%s), open at the kill: timeout %d, in the table: %v", id, name, to, ok)
+				}
+			}
+			res, err := zkimport.Convert(db, zkimport.Options{FSM: fsm.Options{ExtendedTypes: true}})
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			again := zkref.Start(t, opts...)
+			want := wireTree(t, again.Addr(), tree.ConfigPath)
+			diffTrees(t, want, fsmTree(res.FSM, tree.ConfigPath))
+			if z := mntrZxid(t, again.Addr()); z < res.LastZxid {
+				t.Errorf("ZooKeeper restarted at zxid 0x%x, before the import's 0x%x", z, res.LastZxid)
+			}
+		})
+	}
+}
