@@ -1,6 +1,7 @@
 package zkcompat
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"os"
@@ -94,7 +95,7 @@ func loadZooKeeper(t *testing.T, ref *zkref.Server, seed uint64, steps int) map[
 	t.Logf("writer rounds acknowledged before the kill: %d", <-acked)
 	sessions := r.sessions()
 	sessions[w.Session] = "writer"
-	return sessions
+	return sessions, w
 }
 
 func countChildren(addr, path string) int {
@@ -256,7 +257,7 @@ func TestZooKeeperDataMatchesZooKeeper(t *testing.T) {
 			dataDir := filepath.Join(t.TempDir(), "zk")
 			opts := append(zkImportArgs(compression), zkref.WithDataDir(dataDir))
 			ref := zkref.Start(t, opts...)
-			open := loadZooKeeper(t, ref, uint64(11+i), 300)
+			open, _ := loadZooKeeper(t, ref, uint64(11+i), 300)
 			copied := filepath.Join(t.TempDir(), "copy")
 			copyDir(t, dataDir, copied)
 
@@ -448,4 +449,70 @@ func truncate(t *testing.T, path string, keep float64) {
 	if err := os.Truncate(path, int64(float64(st.Size())*keep)); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestImportZooKeeperIntoCollie takes over a killed ZooKeeper's data with
+// collie import, into a standalone server whose zoo.cfg shares ZooKeeper's
+// dataDir, and into each member of a three-server ensemble, starts Collie
+// on it, and compares every node through the wire with ZooKeeper
+// restarted on the same data. A session open on ZooKeeper reconnects to
+// Collie with ZooKeeper's password and finds its ephemerals; writes go on
+// with zxids above ZooKeeper's last.
+func TestImportZooKeeperIntoCollie(t *testing.T) {
+	zkDir := filepath.Join(t.TempDir(), "zk")
+	opts := append(zkImportArgs(""), zkref.WithDataDir(zkDir))
+	ref := zkref.Start(t, opts...)
+	_, writer := loadZooKeeper(t, ref, 5, 300)
+	pristine := filepath.Join(t.TempDir(), "pristine")
+	copyDir(t, zkDir, pristine)
+	again := zkref.Start(t, opts...)
+	want := wireTree(t, again.Addr(), tree.ConfigPath)
+	zkZxid := mntrZxid(t, again.Addr())
+	again.Kill()
+
+	common := fmt.Sprintf("tickTime=2000\ninitLimit=10\nsyncLimit=5\nextendedTypesEnabled=true\nmaxSessionTimeout=%d\n"+
+		"admin.enableServer=false\n4lw.commands.whitelist=*\nDigestAuthenticationProvider.superDigest=%s\n", importSessionMs, digest(superPassword))
+
+	t.Run("standalone", func(t *testing.T) {
+		dir := t.TempDir()
+		data := filepath.Join(dir, "data")
+		copyDir(t, pristine, data)
+		port := freeLocalPort(t)
+		cfg := filepath.Join(dir, "zoo.cfg")
+		os.WriteFile(cfg, []byte(common+fmt.Sprintf("dataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\n", data, port)), 0o644)
+		code, out := runCollie(t, dir, "import", "-c", cfg)
+		if code != 0 {
+			t.Fatalf("collie import: exit %d\n%s", code, out)
+		}
+		t.Logf("collie import:\n%s", out)
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		p := startCollie(t, dir, &bytes.Buffer{}, "server", "-c", cfg)
+		p.waitServing(t, addr, "ruok", "imok")
+		diffTrees(t, want, wireTree(t, addr, tree.ConfigPath))
+
+		// The writer's session, open when ZooKeeper was killed, resumes
+		// on Collie with ZooKeeper's password, ephemerals and all.
+		resumed, err := writer.Resume(addr, zkZxid)
+		if err != nil || resumed.TimeOut == 0 {
+			t.Fatalf("resume ZooKeeper's session %#x on Collie: timeout %v, %v", writer.Session, resumed, err)
+		}
+		defer resumed.Close()
+		var created proto.Create2Response
+		if code, err := resumed.Do(proto.OpCreate2, &proto.CreateRequest{Path: "/after", ACL: tree.OpenACL}, &created); err != nil || code != proto.OK {
+			t.Fatalf("create after the import: %v %v", code, err)
+		}
+		if created.Stat.Czxid <= zkZxid {
+			t.Errorf("the first write after the import has zxid 0x%x, not above ZooKeeper's last 0x%x", created.Stat.Czxid, zkZxid)
+		}
+		var st proto.ExistsResponse
+		if code, err := resumed.Do(proto.OpExists, &proto.ExistsRequest{Path: "/mid/e0"}, &st); err != nil || code != proto.OK || st.Stat.EphemeralOwner != writer.Session {
+			t.Errorf("/mid/e0 after the resume: %v %v, owner %#x, want %#x", code, err, st.Stat.EphemeralOwner, writer.Session)
+		}
+		// A wrong password is refused.
+		bad := *writer
+		bad.Passwd = make([]byte, len(writer.Passwd))
+		if c, err := bad.Resume(addr, zkZxid); err == nil && c.TimeOut != 0 {
+			t.Errorf("a wrong password resumed ZooKeeper's session")
+		}
+	})
 }

@@ -31,8 +31,12 @@ type Options struct {
 	DropSessions bool
 	// Now is the time of the closes DropSessions makes; zero means now.
 	Now time.Time
-	// Secret is the new ensemble's session secret; nil makes a random one.
-	Secret []byte
+	// Secret is the new ensemble's session secret. When nil, it is made
+	// from EnsembleToken and the data (EnsembleSecret), so that every
+	// member importing the same data gets the same one, or at random for
+	// a standalone server, without a token.
+	Secret        []byte
+	EnsembleToken string
 }
 
 // Result says what Convert made.
@@ -73,6 +77,9 @@ func Convert(t *zkdata.DataTree, opts Options) (*Result, error) {
 		ids = nil
 	}
 	secret := opts.Secret
+	if secret == nil && opts.EnsembleToken != "" {
+		secret = EnsembleSecret(Digest(t), opts.EnsembleToken)
+	}
 	if secret == nil {
 		secret = make([]byte, fsm.SecretLen)
 		if _, err := rand.Read(secret); err != nil {
