@@ -37,6 +37,7 @@ commands:
   cli       a shell like zkCli.sh: collie cli -server host:port [cmd args]
   bench     load a ZooKeeper-protocol server and measure it: collie bench -h
   datadir   inspect or repair a stopped server's data directory: collie datadir -h
+  import    take over a stopped ZooKeeper server's data: collie import -h
   version   print the version
 `
 
@@ -54,6 +55,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runBench(args[1:], stdout, stderr)
 	case "datadir":
 		return runDatadir(args[1:], stdout, stderr)
+	case "import":
+		return runImport(args[1:], stdout, stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintf(stdout, "collie %s\n", server.Version)
 		return 0
