@@ -106,6 +106,16 @@ func (s *Server) serving() bool {
 	return s.ready.Load() && (!s.refusing.Load() || s.cfg.ReadOnlyMode)
 }
 
+// checkPassword reports whether passwd is the password of session id,
+// which the state machine has as sess when open: ZooKeeper's for a session
+// a ZooKeeper ensemble opened, Collie's, made from secret, otherwise.
+func checkPassword(secret []byte, sess fsm.Session, open bool, id int64, passwd []byte) bool {
+	if open && sess.ZooKeeper {
+		return session.CheckZooKeeperPassword(session.ID(id), passwd)
+	}
+	return session.CheckPassword(secret, session.ID(id), passwd)
+}
+
 // ResumeSession reattaches a session after a reconnect. Moving the
 // session here, or learning of it when it was opened through another
 // server a moment ago, needs a leader: a resume that arrives while there
@@ -118,14 +128,14 @@ func (s *Server) ResumeSession(ctx context.Context, c *conn.Conn, id int64, pass
 		c.Close()
 		return 0, false
 	}
-	// A wrong password is refused before any catching up: a client
-	// guessing costs no round trip to the leader.
-	if secret := s.sessionSecret(); secret != nil && !session.CheckPassword(secret, session.ID(id), passwd) {
-		return 0, false
-	}
 	s.mu.RLock()
 	sess, open := s.fsm.Session(id)
 	s.mu.RUnlock()
+	// A wrong password is refused before any catching up: a client
+	// guessing costs no round trip to the leader.
+	if secret := s.sessionSecret(); secret != nil && !checkPassword(secret, sess, open, id, passwd) {
+		return 0, false
+	}
 	wait := s.negotiate(requested)
 	if open {
 		wait = time.Duration(sess.Timeout) * time.Millisecond
@@ -150,7 +160,7 @@ func (s *Server) ResumeSession(ctx context.Context, c *conn.Conn, id int64, pass
 	}
 	// Checked again once the session is known, its creation coming after
 	// the secret the password derives from, for a server that had none.
-	if !open || !session.CheckPassword(s.sessionSecret(), session.ID(id), passwd) {
+	if !open || !checkPassword(s.sessionSecret(), sess, open, id, passwd) {
 		return 0, false
 	}
 	if sess.Owner != s.id {

@@ -50,7 +50,7 @@ func zkImportArgs(compression string) []zkref.Option {
 // kills it with SIGKILL while a writer pipelines creates, sequential and
 // ephemeral, and setData: the log ends mid-write. It returns the sessions
 // still open.
-func loadZooKeeper(t *testing.T, ref *zkref.Server, seed uint64, steps int) map[int64]string {
+func loadZooKeeper(t *testing.T, ref *zkref.Server, seed uint64, steps int) (map[int64]string, *zkwire.Conn) {
 	t.Helper()
 	r := newWireRunner(t, ref.Addr(), importSessionMs)
 	g := newRandomRequests(seed)
@@ -513,6 +513,64 @@ func TestImportZooKeeperIntoCollie(t *testing.T) {
 		bad.Passwd = make([]byte, len(writer.Passwd))
 		if c, err := bad.Resume(addr, zkZxid); err == nil && c.TimeOut != 0 {
 			t.Errorf("a wrong password resumed ZooKeeper's session")
+		}
+	})
+
+	t.Run("ensemble", func(t *testing.T) {
+		root := t.TempDir()
+		const n = 3
+		addrs := make([]string, n)
+		var lines []string
+		for i := range n {
+			addrs[i] = fmt.Sprintf("127.0.0.1:%d", freeLocalPort(t))
+			lines = append(lines, fmt.Sprintf("server.%d=127.0.0.1:%d:%d", i+1, freeLocalPort(t), freeLocalPort(t)))
+		}
+		procs := make([]*serverProcess, n)
+		ensembles := map[string]bool{}
+		for i := range n {
+			dir := filepath.Join(root, fmt.Sprintf("s%d", i+1))
+			os.MkdirAll(filepath.Join(dir, "data"), 0o755)
+			os.WriteFile(filepath.Join(dir, "data", "myid"), []byte(fmt.Sprint(i+1)), 0o644)
+			// Each member's copy of the same ZooKeeper data.
+			copyDir(t, pristine, filepath.Join(dir, "zk"))
+			_, port, _ := strings.Cut(addrs[i], ":")
+			os.WriteFile(filepath.Join(dir, "zoo.cfg"), []byte(common+fmt.Sprintf("dataDir=data\nclientPort=%s\nclientPortAddress=127.0.0.1\n%s\n", port, strings.Join(lines, "\n"))), 0o644)
+			if code, out := runCollie(t, dir, "import", "-c", "zoo.cfg", "-zk-data-dir", "zk"); code == 0 || !strings.Contains(out, "-ensemble-token") {
+				t.Fatalf("import into an ensemble member without a token: exit %d\n%s", code, out)
+			}
+			code, out := runCollie(t, dir, "import", "-c", "zoo.cfg", "-zk-data-dir", "zk", "-ensemble-token", "s3cret")
+			if code != 0 {
+				t.Fatalf("collie import into server %d: exit %d\n%s", i+1, code, out)
+			}
+			for _, line := range strings.Split(out, "\n") {
+				if id, ok := strings.CutPrefix(line, "ensemble   "); ok {
+					ensembles[id] = true
+				}
+			}
+			procs[i] = startCollie(t, dir, t.Output(), "server", "-c", "zoo.cfg", "-log-level", "warn")
+		}
+		if len(ensembles) != 1 {
+			t.Fatalf("the members' imports name ensembles %v, not one", ensembles)
+		}
+		for i := range n {
+			procs[i].waitServing(t, addrs[i], "srvr", "Zookeeper version: ")
+		}
+		lead := awaitLeader(t, addrs, -1)
+		for i := range n {
+			diffTrees(t, want, wireTree(t, addrs[i], tree.ConfigPath))
+		}
+		follower := addrs[(lead+1)%n]
+		resumed, err := writer.Resume(follower, zkZxid)
+		if err != nil || resumed.TimeOut == 0 {
+			t.Fatalf("resume ZooKeeper's session %#x on a follower: %v, %v", writer.Session, resumed, err)
+		}
+		defer resumed.Close()
+		var created proto.Create2Response
+		if code, err := resumed.Do(proto.OpCreate2, &proto.CreateRequest{Path: "/after", ACL: tree.OpenACL}, &created); err != nil || code != proto.OK {
+			t.Fatalf("create after the import: %v %v", code, err)
+		}
+		if created.Stat.Czxid <= zkZxid {
+			t.Errorf("the first write after the import has zxid 0x%x, not above ZooKeeper's last 0x%x", created.Stat.Czxid, zkZxid)
 		}
 	})
 }
