@@ -1,0 +1,171 @@
+package zkquorum
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Backoff between rounds over the servers while no leader answers (an
+// election takes a few ticks).
+const (
+	minRetryDelay = 50 * time.Millisecond
+	maxRetryDelay = time.Second
+)
+
+// A Follower follows the ensemble's leader across leader changes. It finds
+// the leader by trying each server's quorum address (in ZooKeeper 3.8 only
+// the leader listens there), syncs from the last zxid its caller has
+// applied, and when the connection breaks reports EventDisconnected and
+// starts over with whichever server leads next.
+//
+// Next is called from one goroutine. Calling Next says the caller has
+// applied every event Next returned before; a Follower resyncs from there.
+// Forward, Revalidate and Touch may be called from any goroutine.
+type Follower struct {
+	cfg     Config
+	touches *touchTable
+
+	// Owned by the goroutine that calls Next.
+	applied   int64 // zxid the caller's state is at
+	ep        epochs
+	preferred int // index in cfg.Servers of the server to try first
+
+	conn connHolder
+}
+
+// NewFollower returns a Follower for a caller whose state has every txn up
+// to lastZxid applied (0 for an empty state). It connects on the first
+// call of Next.
+func NewFollower(cfg Config, lastZxid int64) (*Follower, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	if len(cfg.Servers) == 0 {
+		return nil, errors.New("zkquorum: no servers to follow")
+	}
+	e := zxidEpoch(lastZxid)
+	return &Follower{cfg: cfg, touches: newTouchTable(), applied: lastZxid, ep: epochs{accepted: e, current: e}}, nil
+}
+
+// Next returns the next event, connecting to the leader first when there is
+// no connection. It returns an error only when ctx ends; a broken
+// connection is the event EventDisconnected.
+//
+// After EventSnapshot the caller's state is replaced: if the snapshot
+// cannot be read to its end, the caller must drop the partial state, since
+// the resync after EventDisconnected then starts from an empty state.
+func (f *Follower) Next(ctx context.Context) (Event, error) {
+	c := f.conn.get()
+	if c == nil {
+		var err error
+		if c, err = f.connect(ctx); err != nil {
+			return Event{}, err
+		}
+		f.conn.set(c)
+	}
+	ev, err := c.Next(ctx)
+	if ctx.Err() != nil {
+		f.drop(c)
+		return Event{}, ctx.Err()
+	}
+	if err != nil {
+		f.drop(c)
+		f.cfg.logger().Info("lost the leader", "leader", c.Addr(), "err", err)
+		return Event{Kind: EventDisconnected, Err: err}, nil
+	}
+	return ev, nil
+}
+
+// drop closes c and keeps what the caller will have applied and the epochs
+// for the next connection.
+func (f *Follower) drop(c *Conn) {
+	if zxid, ok := c.Applied(); ok {
+		f.applied = zxid
+	} else {
+		f.applied = 0
+	}
+	// The connection started from f.ep; its epochs only grow.
+	f.ep = c.epochs
+	f.conn.set(nil)
+	c.Close()
+}
+
+// connect tries every server, the last leader first, until one registers
+// this observer, waiting a little longer after each round in which none
+// did. Only ctx ends it.
+func (f *Follower) connect(ctx context.Context) (*Conn, error) {
+	log := f.cfg.logger()
+	delay := minRetryDelay
+	for {
+		var errs []error
+		for i := range f.cfg.Servers {
+			idx := (f.preferred + i) % len(f.cfg.Servers)
+			s := f.cfg.Servers[idx]
+			c, err := dial(ctx, f.cfg, s.Addr, f.applied, f.ep, f.touches)
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if err == nil {
+				f.preferred = idx
+				f.ep = c.epochs
+				log.Info("observing leader", "leader", s.Addr, "sid", s.ID, "epoch", c.Epoch(), "zxid", zxidString(f.applied))
+				return c, nil
+			}
+			errs = append(errs, fmt.Errorf("server.%d: %w", s.ID, err))
+		}
+		log.Debug("no leader answered", "err", errors.Join(errs...), "retryIn", delay)
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		delay = min(2*delay, maxRetryDelay)
+	}
+}
+
+// Applied returns the zxid the Follower would resync from now.
+func (f *Follower) Applied() int64 {
+	if c := f.conn.get(); c != nil {
+		if zxid, ok := c.Applied(); ok {
+			return zxid
+		}
+		return 0
+	}
+	return f.applied
+}
+
+// Forward forwards req to the current leader (see Conn.Forward); it fails
+// with ErrNotSynced while there is no synced connection.
+func (f *Follower) Forward(req Request) error {
+	c := f.conn.get()
+	if c == nil {
+		return ErrNotSynced
+	}
+	return c.Forward(req)
+}
+
+// Revalidate asks the current leader about a session (see
+// Conn.Revalidate).
+func (f *Follower) Revalidate(sessionID int64, timeout time.Duration) error {
+	c := f.conn.get()
+	if c == nil {
+		return ErrNotSynced
+	}
+	return c.Revalidate(sessionID, timeout)
+}
+
+// Touch records session activity for the next PING answer, whichever
+// leader asks.
+func (f *Follower) Touch(sessionID int64, timeout time.Duration) { f.touches.add(sessionID, timeout) }
+
+// Close closes the current connection; a later Next connects again.
+func (f *Follower) Close() error {
+	if c := f.conn.get(); c != nil {
+		return c.Close()
+	}
+	return nil
+}
