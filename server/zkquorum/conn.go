@@ -311,6 +311,8 @@ func (c *Conn) Epoch() int64 { return c.newEpoch }
 // EventSnapshot, EventDiff or EventTrunc, then EventTxn, then
 // EventUpToDate; after that EventTxn, EventSynced and EventRevalidated.
 // Cancelling ctx closes the connection. Any error leaves the Conn unusable.
+// Pings are answered only inside Next, and the leader drops an observer
+// that stays silent for syncLimit ticks: call it without long pauses.
 func (c *Conn) Next(ctx context.Context) (Event, error) {
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	ev, err := c.next()

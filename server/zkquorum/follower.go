@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -15,7 +16,7 @@ const (
 )
 
 // A Follower follows the ensemble's leader across leader changes. It finds
-// the leader by trying each server's quorum address (in ZooKeeper 3.8 only
+// the leader by trying every server's quorum address (in ZooKeeper 3.8 only
 // the leader listens there), syncs from the last zxid its caller has
 // applied, and when the connection breaks reports EventDisconnected and
 // starts over with whichever server leads next.
@@ -28,9 +29,8 @@ type Follower struct {
 	touches *touchTable
 
 	// Owned by the goroutine that calls Next.
-	applied   int64 // zxid the caller's state is at
-	ep        epochs
-	preferred int // index in cfg.Servers of the server to try first
+	applied int64 // zxid the caller's state is at
+	ep      epochs
 
 	conn connHolder
 }
@@ -92,30 +92,20 @@ func (f *Follower) drop(c *Conn) {
 	c.Close()
 }
 
-// connect tries every server, the last leader first, until one registers
-// this observer, waiting a little longer after each round in which none
-// did. Only ctx ends it.
+// connect tries every server at once until one registers this observer,
+// waiting a little longer after each round in which none did. Only ctx
+// ends it.
 func (f *Follower) connect(ctx context.Context) (*Conn, error) {
-	log := f.cfg.logger()
 	delay := minRetryDelay
 	for {
-		var errs []error
-		for i := range f.cfg.Servers {
-			idx := (f.preferred + i) % len(f.cfg.Servers)
-			s := f.cfg.Servers[idx]
-			c, err := dial(ctx, f.cfg, s.Addr, f.applied, f.ep, f.touches)
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			if err == nil {
-				f.preferred = idx
-				f.ep = c.epochs
-				log.Info("observing leader", "leader", s.Addr, "sid", s.ID, "epoch", c.Epoch(), "zxid", zxidString(f.applied))
-				return c, nil
-			}
-			errs = append(errs, fmt.Errorf("server.%d: %w", s.ID, err))
+		c, err := f.connectRound(ctx)
+		if c != nil {
+			return c, nil
 		}
-		log.Debug("no leader answered", "err", errors.Join(errs...), "retryIn", delay)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		f.cfg.logger().Debug("no leader answered", "err", err, "retryIn", delay)
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
@@ -125,6 +115,55 @@ func (f *Follower) connect(ctx context.Context) (*Conn, error) {
 		}
 		delay = min(2*delay, maxRetryDelay)
 	}
+}
+
+// connectRound dials every server in parallel, so that a server that is
+// down and drops packets does not hold up finding the leader, and returns
+// the first that registers this observer. Only a leader listens on the
+// quorum port, but an old leader may still accept for a moment after a new
+// one was elected: a connection to it soon breaks, and the next round finds
+// the new one.
+func (f *Follower) connectRound(ctx context.Context) (*Conn, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type result struct {
+		server Server
+		conn   *Conn
+		err    error
+	}
+	results := make(chan result, len(f.cfg.Servers))
+	var wg sync.WaitGroup
+	applied, ep := f.applied, f.ep
+	for _, s := range f.cfg.Servers {
+		wg.Go(func() {
+			c, err := dial(ctx, f.cfg, s.Addr, applied, ep, f.touches)
+			results <- result{s, c, err}
+		})
+	}
+	var (
+		won  *Conn
+		errs []error
+	)
+	for range f.cfg.Servers {
+		r := <-results
+		switch {
+		case r.err != nil:
+			errs = append(errs, fmt.Errorf("server.%d: %w", r.server.ID, r.err))
+		case won != nil:
+			r.conn.Close()
+		default:
+			won = r.conn
+			f.ep = won.epochs
+			f.cfg.logger().Info("observing leader", "leader", r.server.Addr, "sid", r.server.ID, "epoch", won.Epoch(), "zxid", zxidString(f.applied))
+			// The others are no leader, or a stale one.
+			cancel()
+		}
+	}
+	wg.Wait()
+	if won != nil {
+		return won, nil
+	}
+	return nil, errors.Join(errs...)
 }
 
 // Applied returns the zxid the Follower would resync from now.

@@ -476,24 +476,71 @@ func TestObserverFollowsNewLeader(t *testing.T) {
 	}
 	t.Logf("%d acknowledged creates, %d events", len(acked), len(events))
 
-	// The leader lets an observer missing from its configuration sync too;
-	// Dial alone, from the last zxid, gets an empty diff.
+	// The new leader lets an observer missing from its configuration sync
+	// too. From a zxid before the leader change it sends a diff, as
+	// PROPOSAL and COMMIT pairs, of the very txns the INFORMs carried.
+	var informed []zkquorum.Txn
+	for _, ev := range events {
+		if ev.Kind == zkquorum.EventTxn {
+			informed = append(informed, ev.Txn)
+		}
+	}
+	from := informed[len(informed)/3]
 	cfg := observerConfig(t, e)
 	cfg.ServerID = 99
-	conn, err := zkquorum.Dial(t.Context(), cfg, e.QuorumAddrs()[e.Leader()], stat.Mzxid)
+	conn, err := zkquorum.Dial(t.Context(), cfg, e.QuorumAddrs()[e.Leader()], from.Header.Zxid)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	var kinds []zkquorum.EventKind
-	for len(kinds) == 0 || kinds[len(kinds)-1] != zkquorum.EventUpToDate {
+	var diffed []zkquorum.Event
+	for len(diffed) == 0 || diffed[len(diffed)-1].Kind != zkquorum.EventUpToDate {
 		ev, err := conn.Next(t.Context())
 		if err != nil {
-			t.Fatalf("after %v: %v", kinds, err)
+			t.Fatalf("after%s: %v", summarize(diffed), err)
 		}
-		kinds = append(kinds, ev.Kind)
+		diffed = append(diffed, ev)
 	}
-	if fmt.Sprint(kinds) != "[diff uptodate]" {
-		t.Errorf("sync of an up-to-date observer = %v, want [diff uptodate]", kinds)
+	if diffed[0].Kind != zkquorum.EventDiff {
+		t.Fatalf("sync from %#x starts with %v, want a diff", from.Header.Zxid, diffed[0].Kind)
 	}
+	want := informed[len(informed)/3+1:]
+	got := diffed[1 : len(diffed)-1]
+	if len(got) != len(want) {
+		t.Fatalf("diff from %#x has %d txns, want the %d informed after it:%s", from.Header.Zxid, len(got), len(want), summarize(diffed))
+	}
+	for i := range want {
+		if got[i].Kind != zkquorum.EventTxn || !bytes.Equal(got[i].Txn.Data, want[i].Data) {
+			t.Fatalf("diff's txn %d is %v %#x, not the informed txn %#x", i, got[i].Kind, got[i].Zxid, want[i].Header.Zxid)
+		}
+	}
+	conn.Close()
+
+	// A leader left without a quorum stops leading and closes its quorum
+	// port; the observer finds the leader elected once a quorum is back.
+	survivors := []int{}
+	for i := range e.Members() {
+		if i != leader {
+			survivors = append(survivors, i)
+		}
+	}
+	newLeader := e.Leader()
+	other := survivors[0]
+	if other == newLeader {
+		other = survivors[1]
+	}
+	e.Kill(other)
+	rec.waitFor(t, "the loss of the quorum", hasKind(zkquorum.EventDisconnected, 2))
+	addr := e.QuorumAddrs()[newLeader]
+	if c, err := net.DialTimeout("tcp", addr, 5*time.Second); err == nil {
+		c.Close()
+		t.Errorf("member %d without a quorum still accepts learners on %s", newLeader+1, addr)
+	}
+	e.Restart(other)
+	rec.waitFor(t, "a sync with the leader of the restored quorum", hasKind(zkquorum.EventUpToDate, 3))
+	stat, err = client.Set("/seq", []byte("after the quorum came back"), -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.waitFor(t, fmt.Sprintf("txn %#x", stat.Mzxid), lastTxnIs(stat.Mzxid))
 }
