@@ -27,10 +27,11 @@ const statPersistedSize = 4*8 + 3*4 + 2*8
 // the same as a snapshot file after its FileHeader and before its digest and
 // checksum. The root is the first node, under the path "".
 type snapScanner struct {
-	src  io.Reader // the leader's stream, teed into the output
-	max  int       // bound of a string or buffer
-	buf  [8]byte
-	node int64 // nodes seen, for errors
+	src     io.Reader // the leader's stream, teed into the output
+	max     int       // bound of a string or buffer
+	buf     [8]byte
+	scratch [4096]byte // what skip reads into
+	node    int64      // nodes seen, for errors
 }
 
 // scanSnapshot copies one snapshot payload from r to w and stops right after
@@ -124,8 +125,12 @@ func (s *snapScanner) length(what string) (int64, error) {
 }
 
 func (s *snapScanner) skip(n int64, what string) error {
-	if _, err := io.CopyN(io.Discard, s.src, n); err != nil {
-		return s.cut(err, what)
+	for n > 0 {
+		chunk := s.scratch[:min(n, int64(len(s.scratch)))]
+		if _, err := io.ReadFull(s.src, chunk); err != nil {
+			return s.cut(err, what)
+		}
+		n -= int64(len(chunk))
 	}
 	return nil
 }
