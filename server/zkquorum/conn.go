@@ -81,7 +81,8 @@ func (c *Config) logger() *slog.Logger {
 // sent UPTODATE: the leader handles a learner's requests only after that.
 var ErrNotSynced = errors.New("zkquorum: not synchronized with the leader")
 
-// ErrClosed is returned by a Conn's methods after Close.
+// ErrClosed is returned (wrapped) by a Conn's Next, Forward and Revalidate
+// after Close, and to the snapshot's copy that Close ends.
 var ErrClosed = errors.New("zkquorum: connection closed")
 
 // EventKind says what an Event carries.
@@ -140,7 +141,8 @@ type Event struct {
 	// Snapshot reads the SNAP payload (EventSnapshot): sessions and the
 	// data tree in the jute layout of a ZooKeeper snapshot file, without
 	// the file's header, digest and checksum. It is valid until the next
-	// call of Next, which skips what the caller did not read.
+	// call of Next, which skips what the caller did not read; after Close
+	// it fails with io.ErrClosedPipe.
 	Snapshot  io.Reader
 	Txn       Txn
 	Config    string // EventUpToDate
@@ -326,6 +328,9 @@ func (c *Conn) Next(ctx context.Context) (Event, error) {
 }
 
 func (c *Conn) next() (Event, error) {
+	if c.isClosed() {
+		return Event{}, c.errorf("read", ErrClosed)
+	}
 	if c.snap != nil {
 		if err := c.finishSnapshot(); err != nil {
 			return Event{}, err
@@ -607,7 +612,16 @@ func (c *Conn) Close() error {
 	return c.nc.Close()
 }
 
+func (c *Conn) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
 func (c *Conn) write(p Packet) error {
+	if c.isClosed() {
+		return ErrClosed
+	}
 	b := appendPacket(nil, p)
 	c.wmu.Lock()
 	defer c.wmu.Unlock()

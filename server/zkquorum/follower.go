@@ -21,9 +21,10 @@ const (
 // applied, and when the connection breaks reports EventDisconnected and
 // starts over with whichever server leads next.
 //
-// Next is called from one goroutine. Calling Next says the caller has
-// applied every event Next returned before; a Follower resyncs from there.
-// Forward, Revalidate and Touch may be called from any goroutine.
+// Next and Applied are called from one goroutine. Calling Next says the
+// caller has applied every event Next returned before; a Follower resyncs
+// from there. Forward, Revalidate, Touch and Close may be called from any
+// goroutine.
 type Follower struct {
 	cfg     Config
 	touches *touchTable
@@ -66,16 +67,15 @@ func (f *Follower) Next(ctx context.Context) (Event, error) {
 		f.conn.set(c)
 	}
 	ev, err := c.Next(ctx)
+	if err == nil {
+		return ev, nil
+	}
+	f.drop(c)
 	if ctx.Err() != nil {
-		f.drop(c)
 		return Event{}, ctx.Err()
 	}
-	if err != nil {
-		f.drop(c)
-		f.cfg.logger().Info("lost the leader", "leader", c.Addr(), "err", err)
-		return Event{Kind: EventDisconnected, Err: err}, nil
-	}
-	return ev, nil
+	f.cfg.logger().Info("lost the leader", "leader", c.Addr(), "err", err)
+	return Event{Kind: EventDisconnected, Err: err}, nil
 }
 
 // drop closes c and keeps what the caller will have applied and the epochs
@@ -166,7 +166,8 @@ func (f *Follower) connectRound(ctx context.Context) (*Conn, error) {
 	return nil, errors.Join(errs...)
 }
 
-// Applied returns the zxid the Follower would resync from now.
+// Applied returns the zxid the Follower would resync from now. Call it
+// from the goroutine that calls Next.
 func (f *Follower) Applied() int64 {
 	if c := f.conn.get(); c != nil {
 		if zxid, ok := c.Applied(); ok {
@@ -201,7 +202,9 @@ func (f *Follower) Revalidate(sessionID int64, timeout time.Duration) error {
 // leader asks.
 func (f *Follower) Touch(sessionID int64, timeout time.Duration) { f.touches.add(sessionID, timeout) }
 
-// Close closes the current connection; a later Next connects again.
+// Close closes the current connection: a Next waiting on it returns
+// EventDisconnected, and a later Next connects again. To stop following,
+// end the context given to Next.
 func (f *Follower) Close() error {
 	if c := f.conn.get(); c != nil {
 		return c.Close()

@@ -235,8 +235,8 @@ func TestNextEndsWithContext(t *testing.T) {
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Errorf("Next after cancel = %v, want context.Canceled", err)
 	}
-	if err := c.Forward(Request{Type: proto.OpCreate}); err == nil {
-		t.Error("Forward on a connection closed by cancel succeeded")
+	if err := c.Forward(Request{Type: proto.OpCreate}); !errors.Is(err, ErrClosed) {
+		t.Errorf("Forward on a connection closed by cancel = %v, want ErrClosed", err)
 	}
 }
 
@@ -293,5 +293,53 @@ func TestFollowerFindsLeaderAndResyncs(t *testing.T) {
 	}
 	if f.Applied() != makeZxid(1, 1) {
 		t.Errorf("Applied() = %#x", f.Applied())
+	}
+}
+
+func TestFollowerNextEndsWithContextWhileNoLeader(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cfg := testConfig(t)
+	cfg.Servers = []Server{{ID: 1, Addr: addr}}
+	f, err := NewFollower(cfg, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	go cancel()
+	if _, err := f.Next(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("Next with no leader and a cancelled context = %v, want context.Canceled", err)
+	}
+}
+
+func TestCloseEndsUnreadSnapshot(t *testing.T) {
+	leader := startFakeLeader(t, func(l *leaderConn) {
+		l.handshake(1)
+		l.send(Packet{Type: PacketSnap, Zxid: makeZxid(1, 1)})
+		// More than the pipe and buffers hold, and no end.
+		l.raw(snapshotPayload(make([]string, 0)...)[:8])
+		for range 64 {
+			l.raw(append(appendString(nil, "/"+strings.Repeat("x", 4096)), make([]byte, 4+8+statPersistedSize)...))
+		}
+		l.waitClosed()
+	})
+	c, err := Dial(t.Context(), testConfig(t), leader.addr(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := c.Next(t.Context())
+	if err != nil || ev.Kind != EventSnapshot {
+		t.Fatalf("Next = %v, %v; want a snapshot", ev.Kind, err)
+	}
+	c.Close()
+	if err := c.snap.wait(); err == nil {
+		t.Error("the snapshot's copy ended without error after Close")
+	}
+	if _, err := io.ReadAll(ev.Snapshot); !errors.Is(err, io.ErrClosedPipe) {
+		t.Errorf("reading the snapshot after Close = %v, want io.ErrClosedPipe", err)
 	}
 }
