@@ -244,12 +244,7 @@ func TestFollowerFindsLeaderAndResyncs(t *testing.T) {
 	// The first server does not listen, as a follower's quorum port does
 	// not; the second leads, serves one txn and goes away; then it leads
 	// again and must hear the zxid the caller applied.
-	gone, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	goneAddr := gone.Addr().String()
-	gone.Close()
+	goneAddr := refusingAddr(t)
 	acks := make(chan Packet, 2)
 	var connections atomic.Int64
 	leader := startFakeLeader(t, func(l *leaderConn) {
@@ -297,14 +292,8 @@ func TestFollowerFindsLeaderAndResyncs(t *testing.T) {
 }
 
 func TestFollowerNextEndsWithContextWhileNoLeader(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
 	cfg := testConfig(t)
-	cfg.Servers = []Server{{ID: 1, Addr: addr}}
+	cfg.Servers = []Server{{ID: 1, Addr: refusingAddr(t)}}
 	f, err := NewFollower(cfg, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -342,4 +331,17 @@ func TestCloseEndsUnreadSnapshot(t *testing.T) {
 	if _, err := io.ReadAll(ev.Snapshot); !errors.Is(err, io.ErrClosedPipe) {
 		t.Errorf("reading the snapshot after Close = %v, want io.ErrClosedPipe", err)
 	}
+}
+
+// refusingAddr returns an address where nothing listens, as on a
+// follower's quorum port.
+func refusingAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
 }
