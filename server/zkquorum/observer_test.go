@@ -544,3 +544,68 @@ func TestObserverFollowsNewLeader(t *testing.T) {
 	}
 	rec.waitFor(t, fmt.Sprintf("txn %#x", stat.Mzxid), lastTxnIs(stat.Mzxid))
 }
+
+func closedSession(sessionID int64) func([]zkquorum.Event) bool {
+	return func(events []zkquorum.Event) bool {
+		for _, ev := range events {
+			if ev.Kind == zkquorum.EventTxn && ev.Txn.Header.Type == proto.OpCloseSession && ev.Txn.Header.ClientID == sessionID {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// TestObserverTouchesKeepSessionsAlive creates two sessions through the
+// observer with the shortest timeout and reports activity of one of them
+// only: the leader expires the other and keeps the touched one.
+func TestObserverTouchesKeepSessionsAlive(t *testing.T) {
+	e := startEnsemble(t)
+	f, err := zkquorum.NewFollower(observerConfig(t, e), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := record(t, t.Context(), f)
+	rec.waitFor(t, "the sync", hasKind(zkquorum.EventUpToDate, 1))
+
+	timeout := 2 * tick // ZooKeeper's shortest
+	base := int64(observerID)<<56 | time.Now().UnixMilli()&(1<<40-1)
+	touched, idle := base, base+1
+	body := binary.BigEndian.AppendUint32(nil, uint32(timeout.Milliseconds()))
+	for _, id := range []int64{touched, idle} {
+		if err := f.Forward(zkquorum.Request{SessionID: id, Type: proto.OpCreateSession, Body: body}); err != nil {
+			t.Fatal(err)
+		}
+		rec.waitFor(t, "createSession", findTxn(id, 0))
+	}
+
+	// The touched session's client is busy: every tick of activity goes to
+	// the leader with its next ping.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		ticker := time.NewTicker(tick / 10)
+		defer ticker.Stop()
+		for {
+			f.Touch(touched, timeout)
+			select {
+			case <-stop:
+				return
+			case <-ticker.C:
+			}
+		}
+	})
+	events := rec.waitFor(t, "the idle session's expiry", closedSession(idle))
+	close(stop)
+	wg.Wait()
+	if closedSession(touched)(events) {
+		t.Fatal("the leader expired the touched session too")
+	}
+	if err := f.Revalidate(touched, timeout); err != nil {
+		t.Fatal(err)
+	}
+	events = rec.waitFor(t, "the revalidation", hasKind(zkquorum.EventRevalidated, 1))
+	if last := events[len(events)-1]; last.Kind != zkquorum.EventRevalidated || !last.Valid {
+		t.Errorf("revalidation of the touched session after the idle one expired = %+v, want valid", last)
+	}
+}
