@@ -62,11 +62,11 @@ type recorder struct {
 	err    error    // Next's error, which ends the recording
 }
 
-func record(t *testing.T, ctx context.Context, f *zkquorum.Follower) *recorder {
+func record(t *testing.T, f *zkquorum.Follower) *recorder {
 	r := &recorder{}
 	r.cond = sync.NewCond(&r.mu)
 	var wg sync.WaitGroup
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancel(t.Context())
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	wg.Go(func() {
 		for {
@@ -155,6 +155,19 @@ func lastTxnIs(zxid int64) func([]zkquorum.Event) bool {
 	}
 }
 
+// follow starts a Follower of e from an empty state, recording its events,
+// and waits for its first sync.
+func follow(t *testing.T, e *zkref.Ensemble) (*zkquorum.Follower, *recorder) {
+	t.Helper()
+	f, err := zkquorum.NewFollower(observerConfig(t, e), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := record(t, f)
+	rec.waitFor(t, "the sync", hasKind(zkquorum.EventUpToDate, 1))
+	return f, rec
+}
+
 func connectClient(t *testing.T, servers string) *zk.Conn {
 	t.Helper()
 	conn, _, err := zk.Connect(strings.Split(servers, ","), 10*time.Second, zk.WithLogger(quiet{}))
@@ -194,7 +207,6 @@ func zxidFollows(prev, next int64) bool {
 
 func TestObserverSnapshotThenInforms(t *testing.T) {
 	e := startEnsemble(t, zkref.WithJVMArgs("-Dzookeeper.forceSnapshotSync=true"))
-	ctx := t.Context()
 	client := connectClient(t, e.ConnectString())
 	acl := zk.WorldACL(zk.PermAll)
 	if _, err := client.Create("/observed", nil, 0, acl); err != nil {
@@ -206,11 +218,7 @@ func TestObserverSnapshotThenInforms(t *testing.T) {
 		}
 	}
 
-	f, err := zkquorum.NewFollower(observerConfig(t, e), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := record(t, ctx, f)
+	_, rec := follow(t, e)
 	events := rec.waitFor(t, "the sync", hasKind(zkquorum.EventUpToDate, 1))
 	if events[0].Kind != zkquorum.EventSnapshot {
 		t.Fatalf("first event is %v, want a snapshot (forceSnapshotSync); events:%s", events[0].Kind, summarize(events))
@@ -291,12 +299,7 @@ func txnOf(events []zkquorum.Event, sessionID int64, cxid int32) zkquorum.Txn {
 
 func TestObserverForwardsRequests(t *testing.T) {
 	e := startEnsemble(t)
-	f, err := zkquorum.NewFollower(observerConfig(t, e), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := record(t, t.Context(), f)
-	rec.waitFor(t, "the sync", hasKind(zkquorum.EventUpToDate, 1))
+	f, rec := follow(t, e)
 
 	// A session id as a ZooKeeper server makes them: its own id in the top
 	// byte.
@@ -373,12 +376,7 @@ func TestObserverFollowsNewLeader(t *testing.T) {
 	if _, err := client.Create("/seq", nil, 0, acl); err != nil {
 		t.Fatal(err)
 	}
-	f, err := zkquorum.NewFollower(observerConfig(t, e), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := record(t, t.Context(), f)
-	rec.waitFor(t, "the sync", hasKind(zkquorum.EventUpToDate, 1))
+	_, rec := follow(t, e)
 
 	// The writer creates /seq/n-0, n-1, ... until stopped, never retrying a
 	// name, and keeps the names ZooKeeper acknowledged.
@@ -561,12 +559,7 @@ func closedSession(sessionID int64) func([]zkquorum.Event) bool {
 // only: the leader expires the other and keeps the touched one.
 func TestObserverTouchesKeepSessionsAlive(t *testing.T) {
 	e := startEnsemble(t)
-	f, err := zkquorum.NewFollower(observerConfig(t, e), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := record(t, t.Context(), f)
-	rec.waitFor(t, "the sync", hasKind(zkquorum.EventUpToDate, 1))
+	f, rec := follow(t, e)
 
 	timeout := 2 * tick // ZooKeeper's shortest
 	base := int64(observerID)<<56 | time.Now().UnixMilli()&(1<<40-1)
