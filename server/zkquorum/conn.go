@@ -77,6 +77,11 @@ func (c *Config) logger() *slog.Logger {
 	return c.Logger
 }
 
+// maxUncommitted bounds the PROPOSALs of a sync held for their COMMIT. A
+// ZooKeeper leader sends each committed proposal right before its commit;
+// the bound keeps a broken one from filling memory.
+const maxUncommitted = 64
+
 // ErrNotSynced is returned by Forward and Revalidate before the leader has
 // sent UPTODATE: the leader handles a learner's requests only after that.
 var ErrNotSynced = errors.New("zkquorum: not synchronized with the leader")
@@ -200,7 +205,7 @@ type Conn struct {
 	closed   bool
 }
 
-// leaderError names the leader and the step that failed.
+// errorf wraps err with the leader's address and the step that failed.
 func (c *Conn) errorf(step string, err error) error {
 	return fmt.Errorf("zkquorum: leader %s: %s: %w", c.addr, step, err)
 }
@@ -224,11 +229,8 @@ func dial(ctx context.Context, cfg Config, addr string, lastZxid int64, ep epoch
 	if err != nil {
 		return nil, fmt.Errorf("zkquorum: leader %s: connect: %w", addr, err)
 	}
-	if tc, ok := nc.(*net.TCPConn); ok {
-		// ZooKeeper's learners disable Nagle (follower.nodelay); Go's
-		// default already does, say so for the reader.
-		_ = tc.SetNoDelay(true)
-	}
+	// ZooKeeper's learners disable Nagle (follower.nodelay), as Go's TCP
+	// connections do by default.
 	c := newConn(cfg, addr, nc, lastZxid, touches)
 	stop := context.AfterFunc(ctx, func() { nc.Close() })
 	err = c.handshake(lastZxid, ep)
@@ -406,6 +408,9 @@ func (c *Conn) handleSyncing(p Packet) (Event, bool, error) {
 		t, err := parseTxn(p.Zxid, p.Data)
 		if err != nil {
 			return Event{}, false, c.errorf("sync PROPOSAL", err)
+		}
+		if len(c.proposals) == maxUncommitted {
+			return Event{}, false, c.errorf("sync PROPOSAL", fmt.Errorf("%w: more than %d proposals without a commit", ErrMalformed, maxUncommitted))
 		}
 		c.proposals = append(c.proposals, t)
 		return Event{}, false, nil

@@ -137,6 +137,13 @@ func TestHostileLeader(t *testing.T) {
 			appendPacket(nil, Packet{Type: PacketInform, Zxid: z(1), Data: txnData(z(1), 1, 1, proto.OpCreate, nil)}),
 			appendPacket(nil, Packet{Type: PacketInform, Zxid: z(1), Data: txnData(z(1), 1, 1, proto.OpCreate, nil)}),
 		}, nil), "sync INFORM", true},
+		{"proposals that are never committed", true, func() []byte {
+			b := appendPacket(nil, Packet{Type: PacketDiff})
+			for i := range int64(maxUncommitted + 1) {
+				b = appendPacket(b, Packet{Type: PacketProposal, Zxid: z(i + 1), Data: txnData(z(i+1), 1, 1, proto.OpCreate, nil)})
+			}
+			return b
+		}(), "sync PROPOSAL", true},
 		{"COMMIT of nothing proposed", true, append(appendPacket(nil, Packet{Type: PacketDiff}), appendPacket(nil, Packet{Type: PacketCommit, Zxid: z(1)})...), "sync COMMIT", true},
 		{"snapshot path of 2 GiB", true, snap(append(make([]byte, 8), huge...)), "read SNAP payload", true},
 		{"snapshot with a negative session count", true, snap([]byte{0xff, 0xff, 0xff, 0xfe}), "read SNAP payload", true},
