@@ -21,7 +21,21 @@ type Ensemble struct {
 	members []*Server
 	ports   []memberPorts
 	dirs    []string
+	// observers are the server.N lines of observers that zoo.cfg lists but
+	// the Ensemble does not run (WithObserver).
+	observers []observerLine
 }
+
+type observerLine struct {
+	id    int
+	ports memberPorts
+}
+
+// Ensemble timing that zoo.cfg gets besides tickTime.
+const (
+	ensembleInitLimit = 10
+	ensembleSyncLimit = 5
+)
 
 // memberPorts are a member's client, quorum and election ports.
 type memberPorts struct{ client, peer, election int }
@@ -39,6 +53,13 @@ func StartEnsemble(t testing.TB, n int, opts ...Option) *Ensemble {
 		opt(&o)
 	}
 	e := &Ensemble{t: t, o: o, members: make([]*Server, n), ports: make([]memberPorts, n), dirs: make([]string, n)}
+	for _, id := range o.observers {
+		ports, err := pickMemberPorts()
+		if err != nil {
+			t.Fatalf("zkref: %v", err)
+		}
+		e.observers = append(e.observers, observerLine{id: id, ports: ports})
+	}
 	root := t.TempDir()
 	for i := range n {
 		var err error
@@ -86,9 +107,12 @@ func (e *Ensemble) start(i int) {
 	o.dataDir = filepath.Join(e.dirs[i], "data")
 	var b strings.Builder
 	b.WriteString(zooCfg(e.ports[i].client, o))
-	b.WriteString("initLimit=10\nsyncLimit=5\n")
+	fmt.Fprintf(&b, "initLimit=%d\nsyncLimit=%d\n", ensembleInitLimit, ensembleSyncLimit)
 	for j, p := range e.ports {
 		fmt.Fprintf(&b, "server.%d=127.0.0.1:%d:%d\n", j+1, p.peer, p.election)
+	}
+	for _, obs := range e.observers {
+		fmt.Fprintf(&b, "server.%d=127.0.0.1:%d:%d:observer\n", obs.id, obs.ports.peer, obs.ports.election)
 	}
 	s, err := launch(e.dirs[i], o, e.ports[i].client, b.String(), quorumMainClass)
 	if err != nil {
@@ -119,6 +143,23 @@ func (e *Ensemble) ConnectString() string {
 		addrs[i] = net.JoinHostPort("127.0.0.1", strconv.Itoa(p.client))
 	}
 	return strings.Join(addrs, ",")
+}
+
+// QuorumAddrs returns each member's quorum address (the first port of its
+// server.N line, where a leader accepts followers and observers), in the
+// order of their ids.
+func (e *Ensemble) QuorumAddrs() []string {
+	addrs := make([]string, len(e.ports))
+	for i, p := range e.ports {
+		addrs[i] = net.JoinHostPort("127.0.0.1", strconv.Itoa(p.peer))
+	}
+	return addrs
+}
+
+// Limits returns the initLimit and syncLimit of the members' zoo.cfg, in
+// ticks.
+func (e *Ensemble) Limits() (initLimit, syncLimit int) {
+	return ensembleInitLimit, ensembleSyncLimit
 }
 
 // Leader returns the index of the member whose srvr says it leads, or -1

@@ -49,7 +49,8 @@ type options struct {
 	settings      []setting // extra zoo.cfg lines, in the order given
 	jvmArgs       []string
 	adminServer   bool
-	adminPort     int // the admin port of one launch; 0 when adminServer is off
+	adminPort     int   // the admin port of one launch; 0 when adminServer is off
+	observers     []int // ids of observers StartEnsemble lists but does not run
 }
 
 type setting struct{ key, value string }
@@ -77,6 +78,13 @@ func WithConfig(key, value string) Option {
 // class, such as "-Djute.maxbuffer=4194304".
 func WithJVMArgs(args ...string) Option {
 	return func(o *options) { o.jvmArgs = append(o.jvmArgs, args...) }
+}
+
+// WithObserver makes StartEnsemble list server.id as an observer on free
+// ports of 127.0.0.1 without running it, for an observer the test runs
+// itself. Start ignores it.
+func WithObserver(id int) Option {
+	return func(o *options) { o.observers = append(o.observers, id) }
 }
 
 // WithAdminServer enables ZooKeeper's AdminServer (Jetty) on a free port on
