@@ -3,6 +3,8 @@
 //
 //	collie server [-c zoo.cfg]   run a server
 //	collie server -dev-ensemble 3   run a local ensemble of 3, to try one out
+//	collie server -zoo-env       run a server configured as the zookeeper Docker image is
+//	collie health [-live]        ask a server's admin port whether it is ready (or alive)
 //	collie datadir <command>     inspect or repair a stopped server's data directory
 //	collie version               print the version
 package main
@@ -37,6 +39,7 @@ commands:
   cli       a shell like zkCli.sh: collie cli -server host:port [cmd args]
   bench     load a ZooKeeper-protocol server and measure it: collie bench -h
   datadir   inspect or repair a stopped server's data directory: collie datadir -h
+  health    exit 0 if a server's admin port says it is ready: collie health -h
   version   print the version
 `
 
@@ -54,6 +57,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runBench(args[1:], stdout, stderr)
 	case "datadir":
 		return runDatadir(args[1:], stdout, stderr)
+	case "health":
+		return runHealth(args[1:], stdout, stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintf(stdout, "collie %s\n", server.Version)
 		return 0
@@ -79,6 +84,7 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `file` at shutdown (go tool pprof reads it)")
 	memProfile := fs.String("memprofile", "", "write a heap profile to `file` at shutdown")
+	zooEnv := fs.Bool("zoo-env", false, "configure from the environment as the zookeeper Docker image does: $ZOO_CONF_DIR/zoo.cfg when it exists, else one made from the ZOO_* variables (see README)")
 	devEnsemble := fs.Int("dev-ensemble", 0, "run a local ensemble of `n` servers in this process, for trying one out: client ports from -port (2181) up, peer ports 707 above them, data under -data-dir/dev-ensemble")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -95,16 +101,25 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 	}
 	logger := slog.New(handler)
 
+	if *zooEnv && *cfgPath != "" {
+		fmt.Fprintln(stderr, "collie server: -c and -zoo-env both say where the configuration is: give one")
+		return 2
+	}
 	cfg := config.Default()
-	if *cfgPath != "" {
+	if *cfgPath != "" || *zooEnv {
 		var err error
-		cfg, err = config.Load(*cfgPath)
+		source := *cfgPath
+		if *zooEnv {
+			cfg, source, err = loadZooEnv(os.LookupEnv)
+		} else {
+			cfg, err = config.Load(*cfgPath)
+		}
 		if err != nil {
 			fmt.Fprintf(stderr, "collie server: %v\n", err)
 			return 1
 		}
 		for _, key := range cfg.Unknown {
-			logger.Warn("ignoring unknown configuration key", "key", key, "file", *cfgPath)
+			logger.Warn("ignoring unknown configuration key", "key", key, "file", source)
 		}
 		if why := cfg.NoSASLSection(); why != "" {
 			logger.Warn("serving without SASL", "reason", why)

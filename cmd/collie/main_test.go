@@ -94,6 +94,26 @@ func TestServerStartsWithTLSSwitchedOff(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cmd := collieCommand(ctx, t, dir, "server", "-c", "zoo.cfg")
+	lines, out := startServing(t, cmd)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for line := range lines {
+		out.WriteString(line + "\n")
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("collie server after SIGTERM: %v (deadline: %v), want exit status 0; output:\n%s", err, ctx.Err(), out)
+	}
+	if !strings.Contains(out.String(), `msg="ignoring unknown configuration key" key=ssl.crl`) {
+		t.Errorf("no warning about ssl.crl; output:\n%s", out.String())
+	}
+}
+
+// startServing starts a collie server command and waits until it logs that
+// it serves clients. It returns the rest of its log lines, which the
+// caller must drain, and a copy of all of them.
+func startServing(t *testing.T, cmd *exec.Cmd) (<-chan string, *strings.Builder) {
+	t.Helper()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -109,29 +129,14 @@ func TestServerStartsWithTLSSwitchedOff(t *testing.T) {
 			lines <- s.Text()
 		}
 	}()
-	var out strings.Builder
-	serving := false
+	out := &strings.Builder{}
 	for line := range lines {
 		out.WriteString(line + "\n")
 		if strings.Contains(line, `msg="serving clients"`) {
-			serving = true
-			break
+			return lines, out
 		}
 	}
-	if !serving {
-		err := cmd.Wait()
-		t.Fatalf("collie server exited before serving clients (%v; deadline: %v); output:\n%s", err, ctx.Err(), out.String())
-	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	for line := range lines {
-		out.WriteString(line + "\n")
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Errorf("collie server after SIGTERM: %v (deadline: %v), want exit status 0; output:\n%s", err, ctx.Err(), out.String())
-	}
-	if !strings.Contains(out.String(), `msg="ignoring unknown configuration key" key=ssl.crl`) {
-		t.Errorf("no warning about ssl.crl; output:\n%s", out.String())
-	}
+	err = cmd.Wait()
+	t.Fatalf("%s exited before serving clients (%v); output:\n%s", cmd, err, out)
+	return nil, nil
 }
