@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/collie-io/collie/internal/gcfloor"
+	"github.com/collie-io/collie/internal/sdnotify"
 	"github.com/collie-io/collie/server"
 	"github.com/collie-io/collie/server/config"
 )
@@ -180,11 +181,20 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Run(ctx) }()
-	select {
-	case err = <-errc:
-	case <-ctx.Done():
-		logger.Info("shutting down")
+	ready := srv.Ready()
+	for running := true; running; {
+		select {
+		case <-ready:
+			ready = nil
+			notifySystemd(logger, sdnotify.Ready, sdnotify.Status("serving clients"))
+		case err = <-errc:
+			running = false
+		case <-ctx.Done():
+			logger.Info("shutting down")
+			running = false
+		}
 	}
+	notifySystemd(logger, sdnotify.Stopping)
 	if *memProfile != "" {
 		// Before shutdown, while the state is still in use.
 		writeHeapProfile(*memProfile, logger)
@@ -199,6 +209,14 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// notifySystemd tells systemd, when it started the server as a Type=notify
+// service, how the server is doing.
+func notifySystemd(logger *slog.Logger, states ...string) {
+	if err := sdnotify.Send(os.Getenv("NOTIFY_SOCKET"), states...); err != nil {
+		logger.Warn("cannot tell systemd how the server is doing", "err", err)
+	}
 }
 
 // writeHeapProfile writes the live heap, as of a fresh collection, to path.

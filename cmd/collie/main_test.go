@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -139,4 +141,49 @@ func startServing(t *testing.T, cmd *exec.Cmd) (<-chan string, *strings.Builder)
 	err = cmd.Wait()
 	t.Fatalf("%s exited before serving clients (%v); output:\n%s", cmd, err, out)
 	return nil, nil
+}
+
+// Started by systemd as a Type=notify service, the server says READY=1
+// once it serves clients and STOPPING=1 when told to stop.
+func TestServerNotifiesSystemd(t *testing.T) {
+	dir := t.TempDir()
+	port := writeZooCfg(t, dir, "")
+	socket := filepath.Join(dir, "notify")
+	systemd, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: socket, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer systemd.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := collieCommand(ctx, t, dir, "server", "-c", "zoo.cfg")
+	cmd.Env = append(cmd.Env, "NOTIFY_SOCKET="+socket)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	receive := func() string {
+		systemd.SetReadDeadline(time.Now().Add(time.Minute))
+		buf := make([]byte, 4096)
+		n, err := systemd.Read(buf)
+		if err != nil {
+			t.Errorf("waiting for the server's notification: %v", err)
+		}
+		return string(buf[:n])
+	}
+	if got := receive(); got != "READY=1\nSTATUS=serving clients" {
+		t.Errorf("first notification %q, want READY=1 and a status", got)
+	}
+	// Ready means listening: a client gets an answer at once.
+	if got := fourLetterWord(t, "127.0.0.1:"+strconv.Itoa(port), "srvr"); !strings.Contains(got, "Mode: standalone") {
+		t.Errorf("srvr after READY=1: %q", got)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if got := receive(); got != "STOPPING=1" {
+		t.Errorf("notification after SIGTERM %q, want STOPPING=1", got)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("collie server after SIGTERM: %v", err)
+	}
 }
