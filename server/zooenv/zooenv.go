@@ -14,7 +14,7 @@
 //
 //	ZOO_CONF_DIR                  /conf      where a mounted zoo.cfg is looked for
 //	ZOO_DATA_DIR                  /data      dataDir
-//	ZOO_DATA_LOG_DIR              /data      dataLogDir
+//	ZOO_DATA_LOG_DIR              (dataDir)  dataLogDir
 //	ZOO_TICK_TIME                 2000       tickTime
 //	ZOO_INIT_LIMIT                5          initLimit
 //	ZOO_SYNC_LIMIT                2          syncLimit
@@ -48,10 +48,9 @@ import (
 
 // The defaults of the zookeeper image, which ZOO_* variables override.
 const (
-	DefaultConfDir    = "/conf"
-	DefaultDataDir    = "/data"
-	DefaultDataLogDir = "/data"
-	DefaultServers    = "server.1=localhost:2888:3888;2181"
+	DefaultConfDir = "/conf"
+	DefaultDataDir = "/data"
+	DefaultServers = "server.1=localhost:2888:3888;2181"
 )
 
 // The ports of the members of a StatefulSet: ZooKeeper's usual ones.
@@ -88,11 +87,13 @@ type Env struct {
 func Generate(lookup func(string) (string, bool)) (Env, error) {
 	r := reader{lookup: lookup}
 	env := Env{
-		ConfDir:    r.path("ZOO_CONF_DIR", DefaultConfDir),
-		DataDir:    r.path("ZOO_DATA_DIR", DefaultDataDir),
-		DataLogDir: r.path("ZOO_DATA_LOG_DIR", DefaultDataLogDir),
-		ID:         1,
+		ConfDir: r.path("ZOO_CONF_DIR", DefaultConfDir),
+		DataDir: r.path("ZOO_DATA_DIR", DefaultDataDir),
+		ID:      1,
 	}
+	// The log goes with the snapshots unless asked to go elsewhere, as
+	// dataLogDir does in a zoo.cfg.
+	env.DataLogDir = r.path("ZOO_DATA_LOG_DIR", env.DataDir)
 	var lines []string
 	add := func(key, value string) { lines = append(lines, key+"="+value) }
 	add("dataDir", env.DataDir)

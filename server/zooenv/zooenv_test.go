@@ -85,8 +85,8 @@ func TestEveryVariable(t *testing.T) {
 	}{
 		{"ZOO_CONF_DIR", "/etc/collie", func(e zooenv.Env, _ config.Config) bool { return e.ConfDir == "/etc/collie" }},
 		{"ZOO_DATA_DIR", "/var/lib/collie", func(e zooenv.Env, c config.Config) bool {
-			// dataLogDir keeps its own default.
-			return e.DataDir == "/var/lib/collie" && c.DataDir == "/var/lib/collie" && c.DataLogDir == "/data"
+			// The log goes with it.
+			return e.DataDir == "/var/lib/collie" && c.DataDir == "/var/lib/collie" && c.DataLogDir == "/var/lib/collie"
 		}},
 		{"ZOO_DATA_LOG_DIR", "/datalog", func(e zooenv.Env, c config.Config) bool {
 			return e.DataLogDir == "/datalog" && c.DataLogDir == "/datalog" && c.DataDir == "/data"
