@@ -35,16 +35,16 @@ func unit(t *testing.T, path string) map[string][]string {
 	return settings
 }
 
-// systemdAnalyze returns the path of systemd-analyze, skipping the test
-// without it (failing it in CI, which installs it).
-func systemdAnalyze(t *testing.T) string {
+// systemdTool returns the path of one of systemd's programs, skipping the
+// test without it (failing it in CI, which installs Debian's systemd).
+func systemdTool(t *testing.T, name string) string {
 	t.Helper()
-	path, err := exec.LookPath("systemd-analyze")
+	path, err := exec.LookPath(name)
 	if err != nil {
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("systemd-analyze (Debian package systemd) is missing: %v", err)
+			t.Fatalf("%s (Debian package systemd) is missing: %v", name, err)
 		}
-		t.Skipf("systemd-analyze (Debian package systemd) is missing: %v", err)
+		t.Skipf("%s (Debian package systemd) is missing: %v", name, err)
 	}
 	return path
 }
@@ -75,7 +75,7 @@ func installedUnit(t *testing.T) string {
 
 // systemd finds nothing wrong with the unit.
 func TestSystemdUnitVerifies(t *testing.T) {
-	analyze := systemdAnalyze(t)
+	analyze := systemdTool(t, "systemd-analyze")
 	path := installedUnit(t)
 	out, err := exec.Command(analyze, "verify", "--man=no", path).CombinedOutput()
 	if err != nil {
@@ -94,7 +94,7 @@ func TestSystemdUnitVerifies(t *testing.T) {
 // rates it from 0 (locked down) to 10, at 1.5 or less; the README reports
 // the score.
 func TestSystemdUnitSandbox(t *testing.T) {
-	analyze := systemdAnalyze(t)
+	analyze := systemdTool(t, "systemd-analyze")
 	path := installedUnit(t)
 	out, err := exec.Command(analyze, "security", "--offline=yes", "--no-pager", "--threshold=15", path).CombinedOutput()
 	var exit *exec.ExitError
@@ -168,5 +168,23 @@ func TestSystemdUnitFiles(t *testing.T) {
 	}
 	if len(users) != 1 || users[0] != u["User"][0] {
 		t.Errorf("collie.sysusers makes users %v, want the unit's %s", users, u["User"][0])
+	}
+}
+
+// systemd-sysusers reads the sysusers.d line and would make the user,
+// in an empty root so that nothing here changes.
+func TestSystemdSysusers(t *testing.T) {
+	sysusers := systemdTool(t, "systemd-sysusers")
+	file, err := filepath.Abs(filepath.Join("systemd", "collie.sysusers"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	if err := os.Mkdir(filepath.Join(root, "etc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(sysusers, "--dry-run", "--root="+root, file).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "Creating user 'collie'") {
+		t.Errorf("systemd-sysusers --dry-run %s: %v\n%s", file, err, out)
 	}
 }
