@@ -49,7 +49,8 @@ fuzztime="${FUZZTIME:-10s}"
 # kdb5_util, krb5-admin-server has kadmin.local, which makes the principals
 # and keytabs, and krb5-user has kinit, which writes a credential cache
 # (internal/krbtest). Kazoo's GSSAPI goes through python3-kerberos,
-# which python3-pure-sasl depends on.
+# which python3-pure-sasl depends on. systemd has systemd-analyze, which
+# verifies the service unit in deploy/systemd and rates its sandbox.
 packages=(
 	zookeeper
 	zookeeper-bin
@@ -63,6 +64,7 @@ packages=(
 	krb5-kdc
 	krb5-admin-server
 	krb5-user
+	systemd
 )
 
 step() {

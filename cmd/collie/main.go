@@ -3,6 +3,8 @@
 //
 //	collie server [-c zoo.cfg]   run a server
 //	collie server -dev-ensemble 3   run a local ensemble of 3, to try one out
+//	collie server -zoo-env       run a server configured as the zookeeper Docker image is
+//	collie health [-live]        ask a server's admin port whether it is ready (or alive)
 //	collie datadir <command>     inspect or repair a stopped server's data directory
 //	collie version               print the version
 package main
@@ -22,6 +24,7 @@ import (
 	"time"
 
 	"github.com/collie-io/collie/internal/gcfloor"
+	"github.com/collie-io/collie/internal/sdnotify"
 	"github.com/collie-io/collie/server"
 	"github.com/collie-io/collie/server/config"
 )
@@ -38,6 +41,7 @@ commands:
   bench     load a ZooKeeper-protocol server and measure it: collie bench -h
   datadir   inspect or repair a stopped server's data directory: collie datadir -h
   import    take over a stopped ZooKeeper server's data: collie import -h
+  health    exit 0 if a server's admin port says it is ready: collie health -h
   version   print the version
 `
 
@@ -57,6 +61,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runDatadir(args[1:], stdout, stderr)
 	case "import":
 		return runImport(args[1:], stdout, stderr)
+	case "health":
+		return runHealth(args[1:], stdout, stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintf(stdout, "collie %s\n", server.Version)
 		return 0
@@ -82,6 +88,7 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `file` at shutdown (go tool pprof reads it)")
 	memProfile := fs.String("memprofile", "", "write a heap profile to `file` at shutdown")
+	zooEnv := fs.Bool("zoo-env", false, "configure from the environment as the zookeeper Docker image does: $ZOO_CONF_DIR/zoo.cfg when it exists, else one made from the ZOO_* variables (see README)")
 	devEnsemble := fs.Int("dev-ensemble", 0, "run a local ensemble of `n` servers in this process, for trying one out: client ports from -port (2181) up, peer ports 707 above them, data under -data-dir/dev-ensemble")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -98,16 +105,25 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 	}
 	logger := slog.New(handler)
 
+	if *zooEnv && *cfgPath != "" {
+		fmt.Fprintln(stderr, "collie server: -c and -zoo-env both say where the configuration is: give one")
+		return 2
+	}
 	cfg := config.Default()
-	if *cfgPath != "" {
+	if *cfgPath != "" || *zooEnv {
 		var err error
-		cfg, err = config.Load(*cfgPath)
+		source := *cfgPath
+		if *zooEnv {
+			cfg, source, err = loadZooEnv(os.LookupEnv)
+		} else {
+			cfg, err = config.Load(*cfgPath)
+		}
 		if err != nil {
 			fmt.Fprintf(stderr, "collie server: %v\n", err)
 			return 1
 		}
 		for _, key := range cfg.Unknown {
-			logger.Warn("ignoring unknown configuration key", "key", key, "file", *cfgPath)
+			logger.Warn("ignoring unknown configuration key", "key", key, "file", source)
 		}
 		if why := cfg.NoSASLSection(); why != "" {
 			logger.Warn("serving without SASL", "reason", why)
@@ -168,11 +184,20 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Run(ctx) }()
-	select {
-	case err = <-errc:
-	case <-ctx.Done():
-		logger.Info("shutting down")
+	ready := srv.Ready()
+	for running := true; running; {
+		select {
+		case <-ready:
+			ready = nil
+			notifySystemd(logger, sdnotify.Ready, sdnotify.Status("serving clients"))
+		case err = <-errc:
+			running = false
+		case <-ctx.Done():
+			logger.Info("shutting down")
+			running = false
+		}
 	}
+	notifySystemd(logger, sdnotify.Stopping)
 	if *memProfile != "" {
 		// Before shutdown, while the state is still in use.
 		writeHeapProfile(*memProfile, logger)
@@ -187,6 +212,14 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// notifySystemd tells systemd, when it started the server as a Type=notify
+// service, how the server is doing.
+func notifySystemd(logger *slog.Logger, states ...string) {
+	if err := sdnotify.Send(os.Getenv("NOTIFY_SOCKET"), states...); err != nil {
+		logger.Warn("cannot tell systemd how the server is doing", "err", err)
+	}
 }
 
 // writeHeapProfile writes the live heap, as of a fresh collection, to path.

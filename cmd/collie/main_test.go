@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -94,6 +96,26 @@ func TestServerStartsWithTLSSwitchedOff(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cmd := collieCommand(ctx, t, dir, "server", "-c", "zoo.cfg")
+	lines, out := startServing(t, cmd)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for line := range lines {
+		out.WriteString(line + "\n")
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("collie server after SIGTERM: %v (deadline: %v), want exit status 0; output:\n%s", err, ctx.Err(), out)
+	}
+	if !strings.Contains(out.String(), `msg="ignoring unknown configuration key" key=ssl.crl`) {
+		t.Errorf("no warning about ssl.crl; output:\n%s", out.String())
+	}
+}
+
+// startServing starts a collie server command and waits until it logs that
+// it serves clients. It returns the rest of its log lines, which the
+// caller must drain, and a copy of all of them.
+func startServing(t *testing.T, cmd *exec.Cmd) (<-chan string, *strings.Builder) {
+	t.Helper()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -109,29 +131,59 @@ func TestServerStartsWithTLSSwitchedOff(t *testing.T) {
 			lines <- s.Text()
 		}
 	}()
-	var out strings.Builder
-	serving := false
+	out := &strings.Builder{}
 	for line := range lines {
 		out.WriteString(line + "\n")
 		if strings.Contains(line, `msg="serving clients"`) {
-			serving = true
-			break
+			return lines, out
 		}
 	}
-	if !serving {
-		err := cmd.Wait()
-		t.Fatalf("collie server exited before serving clients (%v; deadline: %v); output:\n%s", err, ctx.Err(), out.String())
+	err = cmd.Wait()
+	t.Fatalf("%s exited before serving clients (%v); output:\n%s", cmd, err, out)
+	return nil, nil
+}
+
+// Started by systemd as a Type=notify service, the server says READY=1
+// once it serves clients and STOPPING=1 when told to stop.
+func TestServerNotifiesSystemd(t *testing.T) {
+	dir := t.TempDir()
+	port := writeZooCfg(t, dir, "")
+	socket := filepath.Join(dir, "notify")
+	systemd, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: socket, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer systemd.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := collieCommand(ctx, t, dir, "server", "-c", "zoo.cfg")
+	cmd.Env = append(cmd.Env, "NOTIFY_SOCKET="+socket)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	receive := func() string {
+		systemd.SetReadDeadline(time.Now().Add(time.Minute))
+		buf := make([]byte, 4096)
+		n, err := systemd.Read(buf)
+		if err != nil {
+			t.Errorf("waiting for the server's notification: %v", err)
+		}
+		return string(buf[:n])
+	}
+	if got := receive(); got != "READY=1\nSTATUS=serving clients" {
+		t.Errorf("first notification %q, want READY=1 and a status", got)
+	}
+	// Ready means listening: a client gets an answer at once.
+	if got := fourLetterWord(t, "127.0.0.1:"+strconv.Itoa(port), "srvr"); !strings.Contains(got, "Mode: standalone") {
+		t.Errorf("srvr after READY=1: %q", got)
 	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	for line := range lines {
-		out.WriteString(line + "\n")
+	if got := receive(); got != "STOPPING=1" {
+		t.Errorf("notification after SIGTERM %q, want STOPPING=1", got)
 	}
 	if err := cmd.Wait(); err != nil {
-		t.Errorf("collie server after SIGTERM: %v (deadline: %v), want exit status 0; output:\n%s", err, ctx.Err(), out.String())
-	}
-	if !strings.Contains(out.String(), `msg="ignoring unknown configuration key" key=ssl.crl`) {
-		t.Errorf("no warning about ssl.crl; output:\n%s", out.String())
+		t.Errorf("collie server after SIGTERM: %v", err)
 	}
 }

@@ -1100,6 +1100,12 @@ func Load(path string) (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
+	return LoadData(path, data)
+}
+
+// LoadData is Load of zoo.cfg text that is not read from a file, such as
+// one made from environment variables; errors name it path.
+func LoadData(path string, data []byte) (Config, error) {
 	c, err := Parse(data)
 	if err != nil {
 		return Config{}, fmt.Errorf("config: %s: %w", path, err)
