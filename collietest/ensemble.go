@@ -21,6 +21,15 @@ type Ensemble struct {
 // clients. The options apply to every server.
 func StartEnsemble(tb testing.TB, voters, observers int, opts ...Option) *Ensemble {
 	tb.Helper()
+	return StartEnsembleFrom(tb, voters, observers, nil, opts...)
+}
+
+// StartEnsembleFrom is StartEnsemble with prepare called on each server's
+// final configuration (its data directory, id and membership) before any
+// server starts: to write the data directories the servers start from,
+// as a restore from a backup does. A nil prepare does nothing.
+func StartEnsembleFrom(tb testing.TB, voters, observers int, prepare func(config.Config), opts ...Option) *Ensemble {
+	tb.Helper()
 	n := voters + observers
 	cfgs := make([]config.Config, n)
 	members := make([]config.Server, n)
@@ -53,6 +62,11 @@ func StartEnsemble(tb testing.TB, voters, observers int, opts ...Option) *Ensemb
 		e.servers = append(e.servers, &Server{tb: tb, cfg: cfgs[i]})
 	}
 	tb.Cleanup(e.Stop)
+	if prepare != nil {
+		for _, s := range e.servers {
+			prepare(s.cfg)
+		}
+	}
 	for _, s := range e.servers {
 		s.launch()
 	}
