@@ -456,10 +456,16 @@ func (d *Dir) DumpTree(w io.Writer, asJSON bool) error {
 	if err != nil {
 		return err
 	}
-	t := st.FSM.Tree()
+	return WriteTree(w, st.FSM, asJSON)
+}
+
+// WriteTree writes every znode of f as DumpTree does.
+func WriteTree(w io.Writer, f *fsm.FSM, asJSON bool) error {
+	t := f.Tree()
 	bw := bufio.NewWriterSize(w, 64<<10)
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)
+	var err error
 	t.Walk(func(path string, n *tree.Node) bool {
 		s := t.Stat(n)
 		v := NodeJSON{Path: path, ACL: acls(t.ACL(n)), Stat: StatJSON{
@@ -477,6 +483,35 @@ func (d *Dir) DumpTree(w io.Writer, asJSON bool) error {
 	})
 	if err != nil {
 		return err
+	}
+	return bw.Flush()
+}
+
+// SessionJSON is an open session as WriteSessions writes it.
+type SessionJSON struct {
+	Session string `json:"session"`
+	Timeout int32  `json:"timeout"`
+	// Owner is the server the session is connected through, as far as
+	// the log knows.
+	Owner uint64 `json:"owner"`
+}
+
+// WriteSessions writes f's open sessions, by id, one per line: text, or
+// with asJSON a JSON object.
+func WriteSessions(w io.Writer, f *fsm.FSM, asJSON bool) error {
+	bw := bufio.NewWriter(w)
+	enc := json.NewEncoder(bw)
+	for _, s := range f.Sessions() {
+		v := SessionJSON{Session: hex(s.ID), Timeout: s.Timeout, Owner: s.Owner}
+		var err error
+		if asJSON {
+			err = enc.Encode(v)
+		} else {
+			_, err = fmt.Fprintf(bw, "session %s timeout=%d owner=%d\n", v.Session, v.Timeout, v.Owner)
+		}
+		if err != nil {
+			return err
+		}
 	}
 	return bw.Flush()
 }
