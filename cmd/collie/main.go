@@ -4,6 +4,8 @@
 //	collie server [-c zoo.cfg]   run a server
 //	collie server -dev-ensemble 3   run a local ensemble of 3, to try one out
 //	collie datadir <command>     inspect or repair a stopped server's data directory
+//	collie snapshot <command>    back up a running server, restore new servers
+//	collie dump FILE|DIR         print a backup file's or a data directory's znodes
 //	collie version               print the version
 package main
 
@@ -37,6 +39,9 @@ commands:
   cli       a shell like zkCli.sh: collie cli -server host:port [cmd args]
   bench     load a ZooKeeper-protocol server and measure it: collie bench -h
   datadir   inspect or repair a stopped server's data directory: collie datadir -h
+  snapshot  back up a running server (save), check a backup (status), make new
+            servers from it (restore): collie snapshot -h
+  dump      print every znode and session of a backup file or data directory
   version   print the version
 `
 
@@ -54,6 +59,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runBench(args[1:], stdout, stderr)
 	case "datadir":
 		return runDatadir(args[1:], stdout, stderr)
+	case "snapshot":
+		return runSnapshot(args[1:], stdout, stderr)
+	case "dump":
+		return runDump(args[1:], stdout, stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintf(stdout, "collie %s\n", server.Version)
 		return 0
