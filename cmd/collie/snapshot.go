@@ -427,12 +427,24 @@ func restoreTarget(cfgPath, dataDir, dataLogDir string, id uint64, voters, obser
 	}
 	seed.Options = fsm.Options{ExtendedTypes: extended || cfg.ExtendedTypesEnabled, SASLScheme: cfg.SASLAuthProvider, X509Scheme: cfg.X509Scheme()}
 	seed.Standalone = cfg.Standalone
-	if seed.ID == 0 {
+	// A server reads myid only when its zoo.cfg lists servers; a
+	// standalone server without one is server 1.
+	var fileID uint64
+	if len(cfg.Servers) > 0 {
 		if myid, err := readMyID(seed.DataDir); err == nil {
-			seed.ID = myid
-		} else if !cfg.Standalone {
-			return seed, fmt.Errorf("%s lists an ensemble: give this member's id with -id, or write its myid in %s (%w)", cfgPath, seed.DataDir, err)
+			fileID = myid
 		}
+	}
+	switch {
+	case cfg.Standalone:
+		if seed.ID != 0 && seed.ID != max(fileID, 1) {
+			return seed, fmt.Errorf("-id %d: %s makes a standalone server, whose id is its myid when it lists servers, else 1", seed.ID, cfgPath)
+		}
+		seed.ID = fileID
+	case seed.ID == 0 && fileID == 0:
+		return seed, fmt.Errorf("%s lists an ensemble: give this member's id with -id, or write its myid in %s", cfgPath, seed.DataDir)
+	case seed.ID == 0:
+		seed.ID = fileID
 	}
 	for _, s := range cfg.Servers {
 		if s.Observer {

@@ -605,3 +605,46 @@ func TestSnapshotSaveOverHTTPS(t *testing.T) {
 		t.Errorf("a digest identity not in the ACL: exit %d: %s", code, out)
 	}
 }
+
+// TestRestoreTarget: which server restore writes, from the flags and a
+// zoo.cfg, as the server started from that zoo.cfg will see itself.
+func TestRestoreTarget(t *testing.T) {
+	dir := t.TempDir()
+	cfgFile := func(text string) string {
+		path := filepath.Join(t.TempDir(), "zoo.cfg")
+		if err := os.WriteFile(path, []byte("dataDir="+dir+"\n"+text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	standalone := cfgFile("clientPort=2181\n")
+	ensemble := cfgFile("server.1=a:1:2\nserver.2=b:1:2\nserver.3=c:1:2\nserver.4=d:1:2:observer\n")
+
+	seed, err := restoreTarget(standalone, "", "", 0, "", "", false)
+	if err != nil || !seed.Standalone || seed.ID != 0 || seed.DataDir != dir {
+		t.Errorf("standalone: %+v, %v", seed, err)
+	}
+	if _, err := restoreTarget(standalone, "", "", 3, "", "", false); err == nil {
+		t.Error("standalone with -id 3: accepted, but the server will be server 1")
+	}
+	if _, err := restoreTarget(ensemble, "", "", 0, "", "", false); err == nil {
+		t.Error("ensemble without myid or -id: accepted")
+	}
+	seed, err = restoreTarget(ensemble, "", "", 2, "", "", false)
+	if err != nil || seed.Standalone || seed.ID != 2 || !slices.Equal(seed.Voters, []uint64{1, 2, 3}) || !slices.Equal(seed.Learners, []uint64{4}) {
+		t.Errorf("ensemble member 2: %+v, %v", seed, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "myid"), []byte("3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if seed, err = restoreTarget(ensemble, "", "", 0, "", "", false); err != nil || seed.ID != 3 {
+		t.Errorf("ensemble member from myid: %+v, %v", seed, err)
+	}
+	seed, err = restoreTarget("", dir, "", 5, "5,6,7", "8", true)
+	if err != nil || seed.Standalone || seed.ID != 5 || !slices.Equal(seed.Voters, []uint64{5, 6, 7}) || !seed.Options.ExtendedTypes {
+		t.Errorf("from flags: %+v, %v", seed, err)
+	}
+	if _, err := restoreTarget(ensemble, "", "", 2, "1,2", "", false); err == nil {
+		t.Error("-voters beside -c: accepted")
+	}
+}
