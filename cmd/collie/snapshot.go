@@ -427,6 +427,7 @@ func restoreTarget(cfgPath, dataDir, dataLogDir string, id uint64, voters, obser
 	}
 	seed.Options = fsm.Options{ExtendedTypes: extended || cfg.ExtendedTypesEnabled, SASLScheme: cfg.SASLAuthProvider, X509Scheme: cfg.X509Scheme()}
 	seed.Standalone = cfg.Standalone
+	seed.SegmentBytes = cfg.PreAllocSize
 	// A server reads myid only when its zoo.cfg lists servers; a
 	// standalone server without one is server 1.
 	var fileID uint64
