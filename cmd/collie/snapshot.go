@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -152,7 +151,8 @@ func snapshotSave(args []string, stdout, stderr io.Writer) int {
 	if !*quiet {
 		progress = stderr
 	}
-	h, size, err := receive(file, resp, progress)
+	total, _ := strconv.ParseInt(resp.Header.Get("snapshot_size"), 10, 64)
+	h, size, err := backup.WriteFile(file, resp.Body, total, progress)
 	if err != nil {
 		return failf("%v", err)
 	}
@@ -187,82 +187,6 @@ func refusal(resp *http.Response) string {
 		return resp.Status + ": the server took a snapshot less than admin.rateLimiterIntervalInMS ago (5 minutes by default); try again later"
 	}
 	return resp.Status + why
-}
-
-// receive writes the answer's body to a temporary file beside path,
-// checking it whole as it arrives, then syncs it and renames it to path.
-func receive(path string, resp *http.Response, progress io.Writer) (backup.Header, int64, error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	tmp, err := os.CreateTemp(dir, base+".*.part")
-	if err != nil {
-		return backup.Header{}, 0, err
-	}
-	done := false
-	defer func() {
-		if !done {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if err := tmp.Chmod(0o600); err != nil {
-		return backup.Header{}, 0, err
-	}
-	total, _ := strconv.ParseInt(resp.Header.Get("snapshot_size"), 10, 64)
-	counter := &progressWriter{w: tmp, total: total, out: progress, last: time.Now()}
-	h, _, err := backup.Verify(io.TeeReader(resp.Body, counter))
-	if err != nil {
-		return h, 0, fmt.Errorf("the snapshot did not arrive whole (%d bytes received): %w", counter.n, err)
-	}
-	counter.report(true)
-	if err := tmp.Sync(); err != nil {
-		return h, 0, err
-	}
-	if err := tmp.Close(); err != nil {
-		return h, 0, err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return h, 0, err
-	}
-	done = true
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return h, counter.n, nil
-}
-
-// progressWriter counts what it writes and tells, once a second, how far
-// a large transfer has come.
-type progressWriter struct {
-	w        io.Writer
-	n, total int64
-	out      io.Writer
-	last     time.Time
-	told     bool
-}
-
-// progressFrom is the size from which a transfer reports its progress.
-const progressFrom = 8 << 20
-
-func (p *progressWriter) Write(b []byte) (int, error) {
-	n, err := p.w.Write(b)
-	p.n += int64(n)
-	if time.Since(p.last) >= time.Second {
-		p.report(false)
-	}
-	return n, err
-}
-
-func (p *progressWriter) report(end bool) {
-	if p.total < progressFrom || end && !p.told {
-		return
-	}
-	p.last, p.told = time.Now(), true
-	pct := float64(p.n) * 100 / float64(p.total)
-	fmt.Fprintf(p.out, "received %.1f of %.1f MiB (%.0f%%)\n", float64(p.n)/(1<<20), float64(p.total)/(1<<20), pct)
 }
 
 // Status is what collie snapshot status reports.

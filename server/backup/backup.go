@@ -26,6 +26,9 @@
 // hands out the data as it reads and reports damage when it reaches the
 // end, so a caller that restores from it must discard what it built when
 // Read ends with an error.
+//
+// Load reads a file whole and decodes its state; WriteFile writes one
+// received from a server, under its name only once it is whole.
 package backup
 
 import (

@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -157,4 +159,33 @@ func FuzzReader(f *testing.F) {
 			t.Fatalf("accepted a file that is not what its content encodes to")
 		}
 	})
+}
+
+// TestWriteFile: a whole file is written readable by its owner only; a
+// damaged one leaves neither the file nor its temporary file behind.
+func TestWriteFile(t *testing.T) {
+	data := []byte("state")
+	file := encode(t, sampleHeader(len(data)), data)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "b.snap")
+	h, n, err := backup.WriteFile(path, bytes.NewReader(file), int64(len(file)), nil)
+	if err != nil || h != sampleHeader(len(data)) || n != int64(len(file)) {
+		t.Fatalf("WriteFile: %+v, %d, %v", h, n, err)
+	}
+	info, err := os.Stat(path)
+	if err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("written file: %v, %v", info.Mode(), err)
+	}
+	got, _ := os.ReadFile(path)
+	if !bytes.Equal(got, file) {
+		t.Fatal("the written file differs from what was read")
+	}
+	damaged := filepath.Join(dir, "damaged.snap")
+	if _, _, err := backup.WriteFile(damaged, bytes.NewReader(file[:len(file)-1]), int64(len(file)), nil); !errors.Is(err, backup.ErrDamaged) {
+		t.Fatalf("WriteFile of a file cut short: %v", err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 || entries[0].Name() != "b.snap" {
+		t.Fatalf("after a damaged transfer the directory holds %v", entries)
+	}
 }
