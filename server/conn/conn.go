@@ -343,10 +343,6 @@ func (c *Conn) RemoteIP() string { return c.remoteIP }
 // makes the identity of a connection and of an "ip" auth packet, shows in
 // whoAmI and matches ip ACLs against. An address that is not TCP (a pipe,
 // in tests) gives its host, or its whole text.
-// IPIdentity returns the "ip" identity of a client at addr, as the
-// connections of the client port name it.
-func IPIdentity(addr net.Addr) string { return ipIdentity(addr) }
-
 func ipIdentity(addr net.Addr) string {
 	if ta, ok := addr.(*net.TCPAddr); ok {
 		if ip, ok := netip.AddrFromSlice(ta.IP); ok {
@@ -359,6 +355,10 @@ func ipIdentity(addr net.Addr) string {
 	}
 	return host
 }
+
+// IPIdentity returns the "ip" identity of a client at addr, as the
+// connections of the client port name it.
+func IPIdentity(addr net.Addr) string { return ipIdentity(addr) }
 
 // javaHostAddress writes ip as Java's InetAddress.getHostAddress does. An
 // IPv4 address is dotted, and so is an IPv4-mapped IPv6 one, which Java

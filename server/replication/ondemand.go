@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"go.etcd.io/raft/v3/raftpb"
 )
@@ -98,10 +99,20 @@ func (n *Node) askSnapshot(t *snapshotTask) {
 			return
 		}
 	}
+	if at := n.snapRetryAt.Load(); at != 0 && time.Now().UnixNano() < at {
+		t.done <- snapOutcome{err: fmt.Errorf("replication: the last snapshot found no space on the disk; the next is tried at %s", time.Unix(0, at).Format(time.RFC3339))}
+		return
+	}
 	n.snapAsks.mu.Lock()
 	n.snapAsks.waiting = append(n.snapAsks.waiting, snapWaiter{index: n.applied, done: t.done})
 	n.snapAsks.mu.Unlock()
 	n.wantSnapshot.Store(true)
+	// A snapshot being written when this ask came may have finished since,
+	// its asks answered before this one was queued: answer it here if that
+	// snapshot holds enough; maybeSnapshot starts one otherwise.
+	if !n.snapping.Load() && n.applied <= n.snapIndex.Load() {
+		n.answerSnapshotAsks(nil)
+	}
 }
 
 // answerSnapshotAsks answers, with err, every ask, or else the asks the

@@ -50,8 +50,9 @@ type appendTask struct {
 }
 
 // applyTask is work for the apply goroutine: a MsgStorageApply, reads to
-// answer once index is applied, a snapshot to restore, or nothing (a
-// prompt to consider taking a snapshot).
+// answer once index is applied, a snapshot to restore, an ask for a
+// snapshot (TakeSnapshot), or nothing (a prompt to consider taking a
+// snapshot).
 type applyTask struct {
 	msg      raftpb.Message
 	reads    []readRequest
@@ -564,6 +565,13 @@ func (n *Node) maybeSnapshot() error {
 // compacts the log behind it.
 func (n *Node) saveSnapshot(r snapResult) (err error) {
 	defer func() {
+		// A mark that found no space is made again with the snapshot in
+		// hand: trimLog must keep its index in the log meanwhile.
+		if !noSpace(err) {
+			n.snapping.Store(false)
+		}
+		// After snapping is cleared: an ask made again must be able to
+		// start the next snapshot.
 		switch {
 		case r.err != nil:
 			n.answerSnapshotAsks(fmt.Errorf("replication: snapshot at %d: %w", r.meta.Index, r.err))
@@ -571,11 +579,6 @@ func (n *Node) saveSnapshot(r snapResult) (err error) {
 			n.answerSnapshotAsks(err)
 		default:
 			n.answerSnapshotAsks(nil)
-		}
-		// A mark that found no space is made again with the snapshot in
-		// hand: trimLog must keep its index in the log meanwhile.
-		if !noSpace(err) {
-			n.snapping.Store(false)
 		}
 	}()
 	index := r.meta.Index
