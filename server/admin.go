@@ -31,7 +31,13 @@ func (s *Server) startAdmin() error {
 	if !s.cfg.AdminServerEnabled {
 		return nil
 	}
-	h := admin.NewHandler((*adminBackend)(s), admin.Options{CommandURL: s.cfg.AdminCommandURL, Pprof: s.cfg.AdminPprof})
+	h := admin.NewHandler((*adminBackend)(s), admin.Options{
+		CommandURL:       s.cfg.AdminCommandURL,
+		Pprof:            s.cfg.AdminPprof,
+		SnapshotDisabled: !s.cfg.AdminSnapshotEnabled,
+		SnapshotInterval: s.cfg.AdminRateLimiterInterval,
+		Logger:           s.log,
+	})
 	https, err := s.adminHTTPS()
 	if err != nil {
 		return err

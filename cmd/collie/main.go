@@ -6,6 +6,8 @@
 //	collie server -zoo-env       run a server configured as the zookeeper Docker image is
 //	collie health [-live]        ask a server's admin port whether it is ready (or alive)
 //	collie datadir <command>     inspect or repair a stopped server's data directory
+//	collie snapshot <command>    back up a running server, restore new servers
+//	collie dump FILE|DIR         print a backup file's or a data directory's znodes
 //	collie version               print the version
 package main
 
@@ -42,6 +44,9 @@ commands:
   datadir   inspect or repair a stopped server's data directory: collie datadir -h
   import    take over a stopped ZooKeeper server's data: collie import -h
   health    exit 0 if a server's admin port says it is ready: collie health -h
+  snapshot  back up a running server (save), check a backup (status), make new
+            servers from it (restore): collie snapshot -h
+  dump      print every znode and session of a backup file or data directory
   version   print the version
 `
 
@@ -63,6 +68,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runImport(args[1:], stdout, stderr)
 	case "health":
 		return runHealth(args[1:], stdout, stderr)
+	case "snapshot":
+		return runSnapshot(args[1:], stdout, stderr)
+	case "dump":
+		return runDump(args[1:], stdout, stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintf(stdout, "collie %s\n", server.Version)
 		return 0

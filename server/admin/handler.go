@@ -5,6 +5,7 @@
 // The handler serves
 //
 //	GET /commands          links to every command, as ZooKeeper lists them
+//	GET /commands/snapshot ZooKeeper 3.9's snapshot command (snapshot.go)
 //	GET /commands/<name>   one command, by its name or an alias, as JSON:
 //	                       the command's members, then "command" (its
 //	                       primary name) and "error" (a message or null).
@@ -28,6 +29,7 @@ package admin
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/pprof"
 	"slices"
@@ -42,6 +44,14 @@ type Options struct {
 	CommandURL string
 	// Pprof serves net/http/pprof under /debug/pprof/ (admin.pprof).
 	Pprof bool
+	// SnapshotDisabled turns the snapshot command off
+	// (admin.snapshot.enabled=false); SnapshotInterval is the least time
+	// between two snapshots it takes (admin.rateLimiterIntervalInMS), 0
+	// for no limit.
+	SnapshotDisabled bool
+	SnapshotInterval time.Duration
+	// Logger receives what goes wrong while answering; nil discards.
+	Logger *slog.Logger
 }
 
 const (
@@ -54,6 +64,8 @@ const (
 )
 
 type handler struct {
+	log        *slog.Logger
+	snapshot   *snapshotCommand
 	backend    Backend
 	commandURL string       // without a trailing slash: "/commands", or "" for the root
 	pprof      http.Handler // nil unless enabled
@@ -64,7 +76,15 @@ func NewHandler(b Backend, opts Options) http.Handler {
 	if opts.CommandURL == "" {
 		opts.CommandURL = "/commands"
 	}
-	h := &handler{backend: b, commandURL: strings.TrimSuffix(opts.CommandURL, "/")}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	h := &handler{
+		backend:    b,
+		commandURL: strings.TrimSuffix(opts.CommandURL, "/"),
+		log:        opts.Logger,
+		snapshot:   &snapshotCommand{disabled: opts.SnapshotDisabled, interval: opts.SnapshotInterval},
+	}
 	if opts.Pprof {
 		mux := http.NewServeMux()
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
@@ -101,6 +121,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	case strings.HasPrefix(path, h.commandURL+"/"):
 		name := strings.TrimPrefix(path, h.commandURL+"/")
+		if name == snapshotName || name == "snap" {
+			if allowed(w, r, object{{"command", snapshotName}, {"error", "HTTP method " + r.Method + " is not supported by this URL"}}) {
+				h.serveSnapshot(w, r)
+			}
+			return
+		}
 		if allowed(w, r, object{{"command", name}, {"error", "HTTP method " + r.Method + " is not supported by this URL"}}) {
 			writeJSON(w, http.StatusOK, run(h.backend, name, r.URL.Query()))
 		}
@@ -137,6 +163,8 @@ func writeJSON(w http.ResponseWriter, status int, o object) {
 
 // serveList writes ZooKeeper's page of links to each command.
 func (h *handler) serveList(w http.ResponseWriter) {
+	// ZooKeeper 3.8's list: the snapshot command, 3.9's, is served but not
+	// listed, so that the page is the one 3.8's clients and tools know.
 	names := make([]string, 0, len(commands))
 	for _, c := range commands {
 		names = append(names, c.names[0])

@@ -176,6 +176,12 @@ type Config struct {
 	// port (admin.pprof, a Collie key). Profiles reveal the process's
 	// internals and cost CPU while taken, so they are off unless asked for.
 	AdminPprof bool
+	// AdminSnapshotEnabled is admin.snapshot.enabled (ZooKeeper 3.9): the
+	// snapshot admin command answers. AdminRateLimiterInterval is
+	// admin.rateLimiterIntervalInMS: the least time between two snapshots
+	// the command takes.
+	AdminSnapshotEnabled     bool
+	AdminRateLimiterInterval time.Duration
 
 	// LinearizableReads makes every read wait until the server has applied
 	// everything committed when the read arrived, as if each were preceded
@@ -268,8 +274,11 @@ const (
 	defaultAdminPort       = 8080
 	defaultAdminAddress    = "0.0.0.0"
 	defaultAdminCommandURL = "/commands"
-	defaultContainerCheck  = time.Minute
-	defaultContainerPerMin = 10000
+	// defaultAdminRateLimiterInterval is ZooKeeper 3.9's
+	// zookeeper.admin.rateLimiterIntervalInMS.
+	defaultAdminRateLimiterInterval = 5 * time.Minute
+	defaultContainerCheck           = time.Minute
+	defaultContainerPerMin          = 10000
 
 	// maxExtendedServerID is the largest server id that fits in the byte
 	// extended ephemeral owners (TTL nodes) reserve for it.
@@ -313,6 +322,8 @@ func defaults() Config {
 		AdminServerPort:          defaultAdminPort,
 		AdminServerAddress:       defaultAdminAddress,
 		AdminCommandURL:          defaultAdminCommandURL,
+		AdminSnapshotEnabled:     true,
+		AdminRateLimiterInterval: defaultAdminRateLimiterInterval,
 		ContainerCheckInterval:   defaultContainerCheck,
 		ContainerMaxPerMinute:    defaultContainerPerMin,
 		Standalone:               true,
@@ -493,6 +504,12 @@ func (p *parser) set(key, value string, line int) {
 		c.AdminNeedClientAuth, err = boolean(key, value)
 	case "admin.pprof":
 		c.AdminPprof, err = boolean(key, value)
+	case "admin.snapshot.enabled", "zookeeper.admin.snapshot.enabled":
+		c.AdminSnapshotEnabled, err = boolean(key, value)
+	case "admin.rateLimiterIntervalInMS", "zookeeper.admin.rateLimiterIntervalInMS":
+		var ms int
+		ms, err = intIn(key, value, 0, math.MaxInt32, "a number of milliseconds (0 or more)")
+		c.AdminRateLimiterInterval = time.Duration(ms) * time.Millisecond
 	case "linearizableReads":
 		c.LinearizableReads, err = boolean(key, value)
 	case "readonlymode.enabled", "zookeeper.readonlymode.enabled":

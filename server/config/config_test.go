@@ -54,6 +54,8 @@ func TestDefault(t *testing.T) {
 		AdminServerPort:          8080,
 		AdminServerAddress:       "0.0.0.0",
 		AdminCommandURL:          "/commands",
+		AdminSnapshotEnabled:     true,
+		AdminRateLimiterInterval: 5 * time.Minute,
 		ContainerCheckInterval:   time.Minute,
 		ContainerMaxPerMinute:    10000,
 		Standalone:               true,
@@ -125,6 +127,8 @@ admin.serverPort=9090
 admin.serverAddress=127.0.0.1
 admin.commandURL=/admin/commands
 admin.pprof=true
+admin.snapshot.enabled=false
+zookeeper.admin.rateLimiterIntervalInMS=1500
 linearizableReads=true
 metricsProvider.httpPort=7000
 znode.container.checkIntervalMs=1500
@@ -157,6 +161,8 @@ standaloneEnabled=true
 		AdminServerAddress:       "127.0.0.1",
 		AdminCommandURL:          "/admin/commands",
 		AdminPprof:               true,
+		AdminSnapshotEnabled:     false,
+		AdminRateLimiterInterval: 1500 * time.Millisecond,
 		LinearizableReads:        true,
 		MetricsProviderHTTPPort:  7000,
 		ContainerCheckInterval:   1500 * time.Millisecond,
@@ -292,6 +298,8 @@ func TestParseInvalidValues(t *testing.T) {
 		{"admin.commandURL=", `admin.commandURL: "" is not a URL path such as /commands`},
 		{"admin.commandURL=/a?b", `admin.commandURL: "/a?b" is not a URL path such as /commands`},
 		{"admin.pprof=on", `admin.pprof: "on" is not true or false`},
+		{"admin.snapshot.enabled=yes", `admin.snapshot.enabled: "yes" is not true or false`},
+		{"admin.rateLimiterIntervalInMS=-1", `admin.rateLimiterIntervalInMS: "-1" is not a number of milliseconds (0 or more)`},
 		{"metricsProvider.httpPort=http", `metricsProvider.httpPort: "http" is not a port number (1-65535)`},
 		{"znode.container.checkIntervalMs=0", `znode.container.checkIntervalMs: "0" is not a positive number of milliseconds`},
 		{"znode.container.maxPerMinute=-1", `znode.container.maxPerMinute: "-1" is not a positive number of containers`},

@@ -356,6 +356,10 @@ func ipIdentity(addr net.Addr) string {
 	return host
 }
 
+// IPIdentity returns the "ip" identity of a client at addr, as the
+// connections of the client port name it.
+func IPIdentity(addr net.Addr) string { return ipIdentity(addr) }
+
 // javaHostAddress writes ip as Java's InetAddress.getHostAddress does. An
 // IPv4 address is dotted, and so is an IPv4-mapped IPv6 one, which Java
 // accepts as IPv4. An IPv6 address is eight groups of lowercase hex

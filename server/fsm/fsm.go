@@ -116,6 +116,20 @@ func (f *FSM) Session(id int64) (Session, bool) {
 // Secret returns the session secret, or nil while none is set.
 func (f *FSM) Secret() []byte { return f.secret }
 
+// Reidentify makes the state another ensemble's: it replaces the session
+// secret, and with it the ensemble id and every session's password, and
+// forgets which voters held the old ensemble's log. It is for building a
+// new ensemble's first state from a copy of another's (a restored backup),
+// never for a running replica, whose secret is fixed.
+func (f *FSM) Reidentify(secret []byte) error {
+	if len(secret) != SecretLen {
+		return fmt.Errorf("fsm: a session secret of %d bytes, not %d", len(secret), SecretLen)
+	}
+	f.secret = bytes.Clone(secret)
+	f.heldLog = nil
+	return nil
+}
+
 // EnsembleID names the ensemble whose state this is: made from the
 // secret, which the ensemble's first leader chose at random, so it is fixed
 // when the ensemble forms and depends on no configuration. It is 0 while

@@ -238,3 +238,33 @@ func TestMembersWithLog(t *testing.T) {
 		t.Fatalf("ensemble id %x after restore, was %x", f.EnsembleID(), id)
 	}
 }
+
+// Reidentify replaces the secret, and with it the ensemble id, forgets
+// the members with a log, and is kept by snapshots.
+func TestReidentify(t *testing.T) {
+	h := &harness{f: New(Options{})}
+	h.apply(t, &Entry{Type: EntrySetSecret, Body: bytes.Repeat([]byte{1}, SecretLen)})
+	h.apply(t, MemberLogEntry(2))
+	old := h.f.EnsembleID()
+	if err := h.f.Reidentify([]byte("short")); err == nil {
+		t.Fatal("a secret of 5 bytes was taken")
+	}
+	next := bytes.Repeat([]byte{3}, SecretLen)
+	if err := h.f.Reidentify(next); err != nil {
+		t.Fatal(err)
+	}
+	if h.f.EnsembleID() == old || !bytes.Equal(h.f.Secret(), next) || len(h.f.MembersWithLog()) != 0 {
+		t.Fatalf("after Reidentify: ensemble %016x (was %016x), secret %x, members with a log %v", h.f.EnsembleID(), old, h.f.Secret(), h.f.MembersWithLog())
+	}
+	var buf bytes.Buffer
+	if err := h.f.Save(&buf); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Restore(h.f.opts, &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.EnsembleID() != h.f.EnsembleID() || f.HeldLog(2) {
+		t.Fatalf("restored: ensemble %016x, held log of 2 %t", f.EnsembleID(), f.HeldLog(2))
+	}
+}

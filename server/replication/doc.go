@@ -20,7 +20,10 @@
 //     index, and every SnapCount entries has the state machine freeze its
 //     state, which another goroutine encodes to a file while applying goes
 //     on; appendLoop then records the file in the log, after the entries
-//     and commit index it covers, and compacts the log.
+//     and commit index it covers, and compacts the log. TakeSnapshot asks
+//     for one out of turn (a backup): the ask waits in applyLoop's queue,
+//     is answered by appendLoop once a recorded snapshot holds everything
+//     applied when it was made, and then reads that file.
 //
 // A write is acknowledged to its client from Apply, so only after its
 // fsync on a quorum.

@@ -227,6 +227,8 @@ type Node struct {
 	// wantSnapshot is set when raft needed a snapshot to catch a member
 	// up and the newest one is older than the in-memory log.
 	wantSnapshot atomic.Bool
+	// snapAsks are the callers of TakeSnapshot waiting for a snapshot.
+	snapAsks snapWaiters
 	// suspect is the leader whose connection broke, while this follower
 	// waits suspectTimer before calling an election (0 when none).
 	suspect      uint64

@@ -50,13 +50,15 @@ type appendTask struct {
 }
 
 // applyTask is work for the apply goroutine: a MsgStorageApply, reads to
-// answer once index is applied, a snapshot to restore, or nothing (a
-// prompt to consider taking a snapshot).
+// answer once index is applied, a snapshot to restore, an ask for a
+// snapshot (TakeSnapshot), or nothing (a prompt to consider taking a
+// snapshot).
 type applyTask struct {
-	msg     raftpb.Message
-	reads   []readRequest
-	index   uint64
-	restore *restoreTask
+	msg      raftpb.Message
+	reads    []readRequest
+	index    uint64
+	restore  *restoreTask
+	snapshot *snapshotTask
 }
 
 // restoreTask asks the apply goroutine to replace the state with a
@@ -275,6 +277,7 @@ func (n *Node) installSnapshot(m raftpb.Message) error {
 		return fmt.Errorf("apply snapshot to raft log: %w", err)
 	}
 	n.snapIndex.Store(snap.Metadata.Index)
+	n.answerSnapshotAsks(nil)
 	if err := n.mem.Append(m.Entries); err != nil {
 		return fmt.Errorf("append to raft log: %w", err)
 	}
@@ -316,6 +319,8 @@ func (n *Node) applyAll(tasks []applyTask) error {
 				n.applied, n.appliedTerm, n.conf = meta.Index, meta.Term, meta.ConfState
 			}
 			r.done <- err
+		case t.snapshot != nil:
+			n.askSnapshot(t.snapshot)
 		case t.reads != nil:
 			for _, r := range t.reads {
 				if n.applied >= t.index {
@@ -564,6 +569,16 @@ func (n *Node) saveSnapshot(r snapResult) (err error) {
 		// hand: trimLog must keep its index in the log meanwhile.
 		if !noSpace(err) {
 			n.snapping.Store(false)
+		}
+		// After snapping is cleared: an ask made again must be able to
+		// start the next snapshot.
+		switch {
+		case r.err != nil:
+			n.answerSnapshotAsks(fmt.Errorf("replication: snapshot at %d: %w", r.meta.Index, r.err))
+		case err != nil:
+			n.answerSnapshotAsks(err)
+		default:
+			n.answerSnapshotAsks(nil)
 		}
 	}()
 	index := r.meta.Index
