@@ -516,6 +516,30 @@ func TestImportZooKeeperIntoCollie(t *testing.T) {
 		}
 	})
 
+	t.Run("dump", func(t *testing.T) {
+		// collie dump reads ZooKeeper's directory, a snapshot and a log.
+		dir := t.TempDir()
+		code, out := runCollie(t, dir, "dump", "-extended-types", pristine)
+		if code != 0 || !strings.HasPrefix(out, "# zookeeper data directory") {
+			t.Fatalf("collie dump of ZooKeeper's data: exit %d\n%.500s", code, out)
+		}
+		for p := range want {
+			if !strings.Contains(out, "\n"+p+" ") {
+				t.Errorf("collie dump of ZooKeeper's data lacks %s", p)
+				break
+			}
+		}
+		snaps, _ := filepath.Glob(filepath.Join(pristine, "version-2", "snapshot.*"))
+		logs, _ := filepath.Glob(filepath.Join(pristine, "version-2", "log.*"))
+		if code, out := runCollie(t, dir, "dump", "-json", "-extended-types", snaps[0]); code != 0 || !strings.HasPrefix(out, `{"kind":"zookeeper snapshot"`) {
+			t.Errorf("collie dump of %s: exit %d\n%.300s", snaps[0], code, out)
+		}
+		code, out = runCollie(t, dir, "dump", logs[len(logs)-1])
+		if code != 0 || !strings.Contains(out, " transactions, to offset ") || !strings.Contains(out, " create /") {
+			t.Errorf("collie dump of %s: exit %d\n%.500s", logs[len(logs)-1], code, out)
+		}
+	})
+
 	t.Run("ensemble", func(t *testing.T) {
 		root := t.TempDir()
 		const n = 3

@@ -99,6 +99,9 @@ func importZooKeeper(req importRequest, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if db.LastZxid <= 0 {
+		return fmt.Errorf("ZooKeeper's data in %s is at zxid %d: it never took a write, so there is nothing to import; start Collie on its own", rep.SnapDir, db.LastZxid)
+	}
 	opts := fsm.Options{ExtendedTypes: cfg.ExtendedTypesEnabled}
 	conv := zkimport.Options{FSM: opts, DropSessions: req.drop}
 	if !cfg.Standalone {

@@ -36,10 +36,10 @@ type Options struct {
 type Kind struct {
 	// Name says what the input is, in the describing line.
 	Name string
-	// Match reports whether the input is of this kind: dir says whether
-	// the path is a directory; head holds a file's first bytes (up to
+	// Match reports whether the input at path is of this kind: dir says
+	// whether it is a directory; head holds a file's first bytes (up to
 	// HeadSize), nil for a directory.
-	Match func(dir bool, head []byte) bool
+	Match func(path string, dir bool, head []byte) bool
 	// Dump writes what the input at path holds.
 	Dump func(path string, w io.Writer, opts Options) error
 }
@@ -51,12 +51,12 @@ const HeadSize = 64
 var Kinds = []Kind{
 	{
 		Name:  "collie data directory",
-		Match: func(dir bool, _ []byte) bool { return dir },
+		Match: func(_ string, dir bool, _ []byte) bool { return dir },
 		Dump:  dumpDataDir,
 	},
 	{
 		Name: "collie backup",
-		Match: func(dir bool, head []byte) bool {
+		Match: func(_ string, dir bool, head []byte) bool {
 			return !dir && len(head) >= len(backup.Magic) && string(head[:len(backup.Magic)]) == backup.Magic
 		},
 		Dump: dumpBackup,
@@ -87,7 +87,7 @@ func Dump(path string, w io.Writer, opts Options) error {
 		head = head[:n]
 	}
 	for _, k := range Kinds {
-		if k.Match(info.IsDir(), head) {
+		if k.Match(path, info.IsDir(), head) {
 			return k.Dump(path, w, opts)
 		}
 	}

@@ -55,8 +55,8 @@ type Result struct {
 // Convert makes Collie's state from a ZooKeeper database. The database is
 // changed when DropSessions closes its sessions.
 func Convert(t *zkdata.DataTree, opts Options) (*Result, error) {
-	if t.LastZxid <= 0 {
-		return nil, fmt.Errorf("zkimport: the ZooKeeper database is at zxid %d: nothing to take over", t.LastZxid)
+	if t.LastZxid < 0 {
+		return nil, fmt.Errorf("zkimport: the ZooKeeper database is at zxid %d", t.LastZxid)
 	}
 	res := &Result{}
 	ids := make([]int64, 0, len(t.Sessions))
