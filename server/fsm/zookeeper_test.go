@@ -402,3 +402,194 @@ func indexes(tr *tree.Tree) string {
 	fmt.Fprintf(&b, "candidates: %v\n", tr.Candidates(math.MaxInt64))
 	return b.String()
 }
+
+// TestApplyZooKeeperAgreesWithApply applies random writes to one state
+// machine through Apply and, as the transactions a ZooKeeper leader would
+// log for them, to another through ApplyZooKeeper: both must reach the
+// same state and return the same results, replies and watch events alike.
+func TestApplyZooKeeperAgreesWithApply(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 21))
+	a := &harness{f: New(Options{ExtendedTypes: true})}
+	b := New(Options{ExtendedTypes: true})
+	acls := [][]proto.ACL{tree.OpenACL, tree.OpenACL, tree.ReadACL, {{Perms: proto.PermAll &^ proto.PermDelete, ID: proto.ID{Scheme: "world", ID: "anyone"}}}}
+	paths := []string{"/a", "/b", "/a/x", "/a/y", "/b/x", "/a/x/z", "/a/s-", "/c"}
+	flags := []proto.CreateMode{proto.ModePersistent, proto.ModeEphemeral, proto.ModePersistentSequential, proto.ModeEphemeralSequential, proto.ModeContainer, proto.ModePersistentWithTTL}
+	randomOp := func() (proto.OpCode, proto.Record) {
+		p := paths[rng.IntN(len(paths))]
+		version := int32(-1)
+		if rng.IntN(3) == 0 {
+			version = int32(rng.IntN(2))
+		}
+		switch rng.IntN(5) {
+		case 0:
+			mode := flags[rng.IntN(len(flags))]
+			switch {
+			case mode.TTL():
+				return proto.OpCreateTTL, &proto.CreateTTLRequest{Path: p, Data: []byte{byte(rng.IntN(9))}, ACL: acls[rng.IntN(len(acls))], Flags: mode, TTL: 1 + rng.Int64N(999)}
+			case mode.Container():
+				return proto.OpCreateContainer, &proto.CreateRequest{Path: p, ACL: acls[rng.IntN(len(acls))], Flags: mode}
+			}
+			return []proto.OpCode{proto.OpCreate, proto.OpCreate2}[rng.IntN(2)], &proto.CreateRequest{Path: p, Data: []byte{byte(rng.IntN(9))}, ACL: acls[rng.IntN(len(acls))], Flags: mode}
+		case 1:
+			return proto.OpDelete, &proto.DeleteRequest{Path: p, Version: version}
+		case 2:
+			return proto.OpSetData, &proto.SetDataRequest{Path: p, Data: []byte(fmt.Sprint(rng.IntN(99))), Version: version}
+		case 3:
+			return proto.OpSetACL, &proto.SetACLRequest{Path: p, ACL: acls[rng.IntN(len(acls))], Version: version}
+		}
+		return proto.OpCheck, &proto.CheckVersionRequest{Path: p, Version: version}
+	}
+	// changed counts the transactions that changed something, by type.
+	changed := map[proto.OpCode]int{}
+	for step := range 3000 {
+		session := int64(1 + rng.IntN(3))
+		e := &Entry{Type: EntryRequest, Session: session}
+		_, open := a.f.Session(session)
+		switch r := rng.IntN(40); {
+		case !open:
+			e = &Entry{Type: EntryCreateSession, Session: session, Timeout: 5000}
+		case r == 0:
+			// Only an open session is closed: a ZooKeeper leader logs
+			// no close of one already closed.
+			e = &Entry{Type: EntryCloseSession, Session: session}
+		case r < 12:
+			m := &proto.MultiRequest{}
+			for range 1 + rng.IntN(4) {
+				op, req := randomOp()
+				if op == proto.OpSetACL || op == proto.OpCreate2 {
+					op, req = proto.OpCheck, &proto.CheckVersionRequest{Path: "/a", Version: -1}
+				}
+				m.Ops = append(m.Ops, proto.MultiOp{Type: op, Req: req})
+			}
+			e.Op, e.Body = proto.OpMulti, proto.Marshal(m)
+		default:
+			op, req := randomOp()
+			if op == proto.OpCheck {
+				op, req = randomOp()
+			}
+			e.Op, e.Body = op, proto.Marshal(req)
+		}
+		// What the session owned before, for the closeSession's record.
+		owned := a.f.Tree().Ephemerals(session)
+		want := a.apply(t, e)
+		txn := leaderTxn(t, a.f, e, want, owned)
+		got := b.ApplyZooKeeper(txn)
+		if len(got.Events) > 0 || txn.Type == proto.OpSetACL && got.Err == proto.OK {
+			changed[txn.Type]++
+		}
+		if g, w := describeResult(got), describeResult(want); g != w {
+			t.Fatalf("step %d, %s: ApplyZooKeeper's result\n%s\nApply's\n%s", step, txn.Type, g, w)
+		}
+		if g, w := (&harness{f: b}).dump(), a.dump(); g != strings.ReplaceAll(w, " timeout=5000 ", " timeout=5000 zookeeper ") {
+			t.Fatalf("step %d, %s: ApplyZooKeeper's state\n%s\nApply's\n%s", step, txn.Type, g, w)
+		}
+	}
+	for _, op := range []proto.OpCode{proto.OpCreate, proto.OpCreate2, proto.OpCreateTTL, proto.OpCreateContainer,
+		proto.OpDelete, proto.OpSetData, proto.OpSetACL, proto.OpMulti, proto.OpCloseSession} {
+		if changed[op] == 0 {
+			t.Errorf("no %s changed anything: the workload left it untested", op)
+		}
+	}
+	t.Logf("transactions that changed something: %v", changed)
+}
+
+// describeResult shows everything a Result holds, the ACLs of its events
+// included.
+func describeResult(res Result) string {
+	out := formatResult(res) + fmt.Sprintf("\nclosed=%#x", res.Closed)
+	for _, ev := range res.Events {
+		out += fmt.Sprintf("\n%s %s %v", ev.Type, ev.Path, ev.ACL)
+	}
+	return out
+}
+
+// leaderTxn returns the transaction a ZooKeeper leader logs for the entry
+// Apply has applied to f with result res; owned are the ephemerals the
+// entry's session had before.
+func leaderTxn(t *testing.T, f *FSM, e *Entry, res Result, owned []string) *zkdata.Txn {
+	t.Helper()
+	h := zkdata.Header{Session: e.Session, Zxid: res.Zxid, Time: e.Time}
+	switch {
+	case e.Type == EntryCreateSession:
+		s, _ := f.Session(e.Session)
+		return &zkdata.Txn{Header: withType(h, proto.OpCreateSession), Record: &zkdata.CreateSessionTxn{Timeout: s.Timeout}}
+	case e.Type == EntryCloseSession:
+		return &zkdata.Txn{Header: withType(h, proto.OpCloseSession), Record: &zkdata.CloseSessionTxn{Paths: owned}}
+	case res.Err != proto.OK:
+		return &zkdata.Txn{Header: withType(h, proto.OpError), Record: &zkdata.ErrorTxn{Err: res.Err}}
+	}
+	req, _ := proto.NewRequest(e.Op)
+	if err := proto.Unmarshal(e.Body, req); err != nil {
+		t.Fatal(err)
+	}
+	if e.Op != proto.OpMulti {
+		typ, rec := leaderRecord(f, e.Op, req, res.Resp, false)
+		return &zkdata.Txn{Header: withType(h, typ), Record: rec}
+	}
+	m := &zkdata.MultiTxn{}
+	for i, op := range req.(*proto.MultiRequest).Ops {
+		r := res.Resp.(*proto.MultiResponse).Results[i]
+		if r.Type == proto.OpError {
+			m.Txns = append(m.Txns, zkdata.SubTxn{Type: proto.OpError, Record: &zkdata.ErrorTxn{Err: r.Err}})
+			continue
+		}
+		typ, rec := leaderRecord(f, op.Type, op.Req, r.Resp, true)
+		m.Txns = append(m.Txns, zkdata.SubTxn{Type: typ, Record: rec})
+	}
+	return &zkdata.Txn{Header: withType(h, proto.OpMulti), Record: m}
+}
+
+func withType(h zkdata.Header, typ proto.OpCode) zkdata.Header {
+	h.Type = typ
+	return h
+}
+
+// leaderRecord is the record of one successful op whose reply is resp. In
+// a multi, where the state after it is not f's, a create's parent cversion
+// is -1 (one more) and a setData's version is its reply's.
+func leaderRecord(f *FSM, op proto.OpCode, req proto.Record, resp proto.Record, inMulti bool) (proto.OpCode, any) {
+	tr := f.Tree()
+	created := func(path string) ([]byte, []proto.ACL, int32) {
+		n, _ := tr.Get(path)
+		parent, _ := tr.Get(proto.Parent(path))
+		if inMulti || n == nil {
+			return nil, nil, -1
+		}
+		return n.Data, tr.ACL(n), parent.Cversion
+	}
+	path := func() string {
+		switch r := resp.(type) {
+		case *proto.CreateResponse:
+			return r.Path
+		case *proto.Create2Response:
+			return r.Path
+		}
+		return ""
+	}
+	switch r := req.(type) {
+	case *proto.CreateRequest:
+		data, acl, pcv := created(path())
+		if data == nil {
+			data, acl = r.Data, r.ACL
+		}
+		if op == proto.OpCreateContainer {
+			return op, &zkdata.CreateContainerTxn{Path: path(), Data: data, ACL: acl, ParentCversion: pcv}
+		}
+		return op, &zkdata.CreateTxn{Path: path(), Data: data, ACL: acl, Ephemeral: r.Flags.Ephemeral(), ParentCversion: pcv}
+	case *proto.CreateTTLRequest:
+		data, acl, pcv := created(path())
+		if data == nil {
+			data, acl = r.Data, r.ACL
+		}
+		return op, &zkdata.CreateTTLTxn{Path: path(), Data: data, ACL: acl, ParentCversion: pcv, TTL: r.TTL}
+	case *proto.DeleteRequest:
+		return op, &zkdata.DeleteTxn{Path: r.Path}
+	case *proto.SetDataRequest:
+		return op, &zkdata.SetDataTxn{Path: r.Path, Data: r.Data, Version: resp.(*proto.SetDataResponse).Stat.Version}
+	case *proto.SetACLRequest:
+		return op, &zkdata.SetACLTxn{Path: r.Path, ACL: r.ACL, Version: resp.(*proto.SetACLResponse).Stat.Aversion}
+	case *proto.CheckVersionRequest:
+		return op, &zkdata.CheckVersionTxn{Path: r.Path, Version: r.Version}
+	}
+	panic(fmt.Sprintf("no transaction for %T", req))
+}
