@@ -2,7 +2,6 @@ package zkcompat
 
 import (
 	"bytes"
-	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -52,7 +51,15 @@ func zkImportArgs(compression string) []zkref.Option {
 // still open.
 func loadZooKeeper(t *testing.T, ref *zkref.Server, seed uint64, steps int) (map[int64]string, *zkwire.Conn) {
 	t.Helper()
+	return loadZooKeeperReplies(t, ref, seed, steps, nil)
+}
+
+// loadZooKeeperReplies is loadZooKeeper, handing every reply of the
+// random workload, header and body, to replies if it is not nil.
+func loadZooKeeperReplies(t *testing.T, ref *zkref.Server, seed uint64, steps int, replies func(proto.OpCode, proto.ReplyHeader, []byte)) (map[int64]string, *zkwire.Conn) {
+	t.Helper()
 	r := newWireRunner(t, ref.Addr(), importSessionMs)
+	r.replies = replies
 	g := newRandomRequests(seed)
 	for i := range steps {
 		r.run(i, g.next())
@@ -311,16 +318,7 @@ func TestZooKeeperDataDamaged(t *testing.T) {
 		}
 		return fsmTree(res.FSM)
 	}()
-	files := func(dir, prefix string) []string {
-		m, _ := filepath.Glob(filepath.Join(dir, "version-2", prefix+".*"))
-		slices.SortFunc(m, func(a, b string) int {
-			za, _, _ := zkdata.ParseName(filepath.Base(a), prefix)
-			zb, _, _ := zkdata.ParseName(filepath.Base(b), prefix)
-			return cmp.Compare(za, zb)
-		})
-		return m
-	}
-	if n := len(files(pristine, "log")); n < 3 {
+	if n := len(zkFiles(t, pristine, "log")); n < 3 {
 		t.Fatalf("the workload left %d logs; the cases need 3", n)
 	}
 	// lastRecord returns the offset of the last whole record of a log.
@@ -340,35 +338,35 @@ func TestZooKeeperDataDamaged(t *testing.T) {
 		wantErr string
 	}{
 		{"torn last write", func(dir string) {
-			logs := files(dir, "log")
+			logs := zkFiles(t, dir, "log")
 			last, end := lastRecord(logs[len(logs)-1])
 			// The last record half written, its bytes after the cut
 			// never reaching the disk.
 			zero(t, logs[len(logs)-1], last+(end-last)/2, end-last)
 		}, "short"},
 		{"flipped byte mid-log", func(dir string) {
-			logs := files(dir, "log")
+			logs := zkFiles(t, dir, "log")
 			flip(t, logs[len(logs)-1], 40)
 		}, "a whole transaction follows"},
 		{"zeroed block mid-log", func(dir string) {
-			logs := files(dir, "log")
+			logs := zkFiles(t, dir, "log")
 			zero(t, logs[len(logs)-2], 16, 64)
 		}, "a whole transaction follows"},
 		{"missing log", func(dir string) {
-			logs := files(dir, "log")
+			logs := zkFiles(t, dir, "log")
 			os.Remove(logs[len(logs)-2])
 		}, "transactions missing"},
 		{"torn newest snapshot", func(dir string) {
-			snaps := files(dir, "snapshot")
+			snaps := zkFiles(t, dir, "snapshot")
 			truncate(t, snaps[len(snaps)-1], 0.5)
 		}, ""},
 		{"every snapshot torn", func(dir string) {
-			for _, s := range files(dir, "snapshot") {
+			for _, s := range zkFiles(t, dir, "snapshot") {
 				truncate(t, s, 0.7)
 			}
 		}, "reads cleanly"},
 		{"no snapshot", func(dir string) {
-			for _, s := range files(dir, "snapshot") {
+			for _, s := range zkFiles(t, dir, "snapshot") {
 				os.Remove(s)
 			}
 		}, "no snapshot"},

@@ -250,6 +250,9 @@ type wireRunner struct {
 	conns     map[string]*zkwire.Conn
 	// golden, if set, receives each successful reply body with its header.
 	golden func(int, proto.OpCode, []byte)
+	// replies, if set, receives every reply: its request's opcode, its
+	// header and its body.
+	replies func(proto.OpCode, proto.ReplyHeader, []byte)
 }
 
 func newWireRunner(t *testing.T, addr string, timeoutMs int32) *wireRunner {
@@ -298,6 +301,9 @@ func (r *wireRunner) run(i int, s step) string {
 		c.Close()
 		delete(r.conns, s.conn)
 	} else {
+		if r.replies != nil {
+			r.replies(s.op, hdr, body)
+		}
 		if r.golden != nil && len(body) > 0 && hdr.Err == proto.OK {
 			r.golden(i, s.op, body)
 		}

@@ -28,6 +28,11 @@
 // exactly as it does on ZooKeeper. A multi is applied op by op under the
 // tree's journal and rolled back whole when one op fails.
 //
+// A server that follows a ZooKeeper ensemble instead of a raft log feeds
+// the ensemble's committed transactions, in zxid order, to ApplyZooKeeper,
+// which changes the state as ZooKeeper's own DataTree does and returns the
+// same kind of Result; the zxid of each is ZooKeeper's.
+//
 // Reads do not go through the log: Read answers them from the local state.
 // FSM is not safe for concurrent use; the server serialises Apply against
 // Read with a lock. The package does no I/O except through the io.Writer and

@@ -229,7 +229,11 @@ func (h *harness) dump() string {
 		return true
 	})
 	for _, s := range h.f.Sessions() {
-		fmt.Fprintf(&b, "session %#x timeout=%d ephemerals=%v\n", s.ID, s.Timeout, h.f.Tree().Ephemerals(s.ID))
+		zk := ""
+		if s.ZooKeeper {
+			zk = " zookeeper"
+		}
+		fmt.Fprintf(&b, "session %#x timeout=%d%s ephemerals=%v\n", s.ID, s.Timeout, zk, h.f.Tree().Ephemerals(s.ID))
 	}
 	return b.String()
 }
@@ -291,6 +295,8 @@ func TestDataDriven(t *testing.T) {
 					out += " " + s
 				}
 				return out
+			case "zk", "zkmulti":
+				return h.zk(t, d, a)
 			case "dump":
 				return h.dump()
 			case "snapshot":

@@ -48,31 +48,39 @@ func TestSnapshotWhileApplying(t *testing.T) {
 			h.apply(t, &Entry{Type: EntryCloseSession, Session: 2})
 			h.apply(t, &Entry{Type: EntryCreateSession, Session: 2, Timeout: 4000})
 		}
-		want := h.dump()
-		job := h.f.BeginSnapshot()
-		var buf bytes.Buffer
 		// Apply runs between the chunks of the snapshot, as it does on a
 		// server.
-		err := job.Write(&buf, func() {
+		checkSnapshotWhile(t, h, round, func() {
 			for range rng.IntN(4) {
 				randomWrite()
 			}
-		}, func() {})
-		h.f.EndSnapshot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		restored, err := Restore(h.f.opts, bytes.NewReader(buf.Bytes()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		live := h.f
-		h.f = restored
-		got := h.dump()
-		h.f = live
-		if got != want {
-			t.Fatalf("round %d: snapshot is not the state at its start:\nwant:\n%s\ngot:\n%s", round, want, got)
-		}
+		})
+	}
+}
+
+// checkSnapshotWhile writes a snapshot of h's state, running between
+// between its chunks, and fails unless it restores to the state at its
+// start.
+func checkSnapshotWhile(t *testing.T, h *harness, round int, between func()) {
+	t.Helper()
+	want := h.dump()
+	job := h.f.BeginSnapshot()
+	var buf bytes.Buffer
+	err := job.Write(&buf, between, func() {})
+	h.f.EndSnapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored, err := Restore(h.f.opts, bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := h.f
+	h.f = restored
+	got := h.dump()
+	h.f = live
+	if got != want {
+		t.Fatalf("round %d: snapshot is not the state at its start:\nwant:\n%s\ngot:\n%s", round, want, got)
 	}
 }
 

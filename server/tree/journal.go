@@ -9,6 +9,9 @@ const (
 	undoDelete
 	undoSetData
 	undoSetACL
+	// undoChildZxids puts back a node's cversion and pzxid, kept in
+	// parentCversion and parentPzxid.
+	undoChildZxids
 )
 
 // undo holds what one mutation changed, enough to put it back.
@@ -18,7 +21,7 @@ type undo struct {
 	// node is the deleted node (undoDelete).
 	node *Node
 	// parentCversion and parentPzxid are the parent's before a create or
-	// delete.
+	// delete, or the node's own (undoChildZxids).
 	parentCversion int32
 	parentPzxid    int64
 	data           []byte
@@ -68,6 +71,9 @@ func (t *Tree) Rollback() {
 			n := t.lookup(u.path)
 			t.setACL(n, u.acl)
 			n.Aversion = u.version
+		case undoChildZxids:
+			n := t.lookup(u.path)
+			n.Cversion, n.Pzxid = u.parentCversion, u.parentPzxid
 		}
 	}
 }

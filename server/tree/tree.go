@@ -287,6 +287,34 @@ func SequenceName(path string, parentCversion int32) string {
 // becomes zxid.
 func (t *Tree) Create(path string, data []byte, acl []proto.ACL, owner int64, zxid, time int64) *Node {
 	parent := t.lookup(proto.Parent(path))
+	n := t.add(parent, path, data, acl, owner, zxid, time)
+	parent.Cversion++
+	parent.Pzxid = zxid
+	return n
+}
+
+// CreateAt adds a node as ZooKeeper's DataTree.createNode applies a logged
+// create, whose parentCversion is the parent's cversion after it (-1: one
+// more than it is now). The parent's cversion and pzxid change only when
+// that is above its cversion now, so that a create replayed over a state
+// that already holds later changes does not take them back. The caller has
+// checked that the parent exists and the path does not.
+func (t *Tree) CreateAt(path string, data []byte, acl []proto.ACL, owner int64, parentCversion int32, zxid, time int64) *Node {
+	parent := t.lookup(proto.Parent(path))
+	n := t.add(parent, path, data, acl, owner, zxid, time)
+	if parentCversion == -1 {
+		parentCversion = parent.Cversion + 1
+	}
+	if parentCversion > parent.Cversion {
+		parent.Cversion, parent.Pzxid = parentCversion, zxid
+	}
+	return n
+}
+
+// add links a new node under parent, keeping what a cut and a rollback need
+// of the parent first; the caller then moves the parent's cversion and
+// pzxid.
+func (t *Tree) add(parent *Node, path string, data []byte, acl []proto.ACL, owner int64, zxid, time int64) *Node {
 	t.preserve(parent)
 	t.preserveChildren(parent)
 	t.record(undo{kind: undoCreate, path: path, parentCversion: parent.Cversion, parentPzxid: parent.Pzxid})
@@ -297,9 +325,37 @@ func (t *Tree) Create(path string, data []byte, acl []proto.ACL, owner int64, zx
 		EphemeralOwner: owner,
 	}
 	t.insert(parent, path, n)
-	parent.Cversion++
-	parent.Pzxid = zxid
 	return n
+}
+
+// SetCversionPzxid sets the cversion and pzxid of the node at path, which
+// must exist, as ZooKeeper's DataTree.setCversionPzxid does when a logged
+// create finds its node already there: only when cversion (-1: one more
+// than the node's) is above the node's cversion now.
+func (t *Tree) SetCversionPzxid(path string, cversion int32, zxid int64) {
+	n := t.lookup(path)
+	if cversion == -1 {
+		cversion = n.Cversion + 1
+	}
+	if cversion <= n.Cversion {
+		return
+	}
+	t.preserve(n)
+	t.record(undo{kind: undoChildZxids, path: path, parentCversion: n.Cversion, parentPzxid: n.Pzxid})
+	n.Cversion, n.Pzxid = cversion, zxid
+}
+
+// RaisePzxid sets the pzxid of the node at path, which must exist, to zxid
+// if that is higher: what ZooKeeper's DataTree.deleteNode does to the
+// parent of a child that is already gone.
+func (t *Tree) RaisePzxid(path string, zxid int64) {
+	n := t.lookup(path)
+	if zxid <= n.Pzxid {
+		return
+	}
+	t.preserve(n)
+	t.record(undo{kind: undoChildZxids, path: path, parentCversion: n.Cversion, parentPzxid: n.Pzxid})
+	n.Pzxid = zxid
 }
 
 // Delete removes a node that has no children. The parent's pzxid becomes

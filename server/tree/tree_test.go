@@ -37,10 +37,21 @@ func TestRollbackRestoresEverything(t *testing.T) {
 		n, exists := tr.Get(p)
 		_, parentExists := tr.Get(proto.Parent(p))
 		switch {
+		case !exists && parentExists && rng.IntN(3) == 0:
+			// A logged ZooKeeper delete of a node already gone.
+			tr.RaisePzxid(proto.Parent(p), rng.Int64N(100))
 		case !exists && parentExists:
 			if parent, _ := tr.Get(proto.Parent(p)); KindOf(parent.EphemeralOwner, true) != Ephemeral {
-				tr.Create(p, []byte{byte(rng.IntN(9))}, OpenACL, owners[rng.IntN(len(owners))], rng.Int64N(100), rng.Int64N(100))
+				if rng.IntN(2) == 0 {
+					tr.Create(p, []byte{byte(rng.IntN(9))}, OpenACL, owners[rng.IntN(len(owners))], rng.Int64N(100), rng.Int64N(100))
+				} else {
+					// A logged ZooKeeper create, its parent's cversion
+					// given: higher, lower or -1.
+					tr.CreateAt(p, []byte{byte(rng.IntN(9))}, OpenACL, owners[rng.IntN(len(owners))], int32(rng.IntN(12)-1), rng.Int64N(100), rng.Int64N(100))
+				}
 			}
+		case exists && rng.IntN(6) == 0:
+			tr.SetCversionPzxid(p, int32(rng.IntN(12)-1), rng.Int64N(100))
 		case exists && n.NumChildren() == 0 && rng.IntN(2) == 0:
 			tr.Delete(p, rng.Int64N(100))
 		case exists && rng.IntN(2) == 0:
@@ -83,6 +94,40 @@ func TestCversionCountsCreatesAndDeletes(t *testing.T) {
 	}
 	if got := SequenceName("/p/s-", p.Cversion); got != "/p/s-0000000002" {
 		t.Fatalf("sequence name %q: the suffix counts creates only", got)
+	}
+}
+
+// TestCreateAtKeepsHigherCversions applies logged ZooKeeper creates as
+// DataTree.createNode does: the parent's cversion and pzxid move only
+// forward, and -1 means one more.
+func TestCreateAtKeepsHigherCversions(t *testing.T) {
+	tr := New(false)
+	tr.Create("/p", nil, OpenACL, 0, 1, 1)
+	parent := func() proto.Stat {
+		p, _ := tr.Get("/p")
+		return proto.Stat{Cversion: p.Cversion, Pzxid: p.Pzxid}
+	}
+	steps := []struct {
+		do   func()
+		want proto.Stat
+	}{
+		{func() { tr.CreateAt("/p/a", nil, OpenACL, 0, 5, 10, 10) }, proto.Stat{Cversion: 5, Pzxid: 10}},
+		// A replayed create whose cversion the parent has passed.
+		{func() { tr.CreateAt("/p/b", nil, OpenACL, 0, 3, 11, 11) }, proto.Stat{Cversion: 5, Pzxid: 10}},
+		{func() { tr.CreateAt("/p/c", nil, OpenACL, 0, -1, 12, 12) }, proto.Stat{Cversion: 6, Pzxid: 12}},
+		{func() { tr.SetCversionPzxid("/p", 6, 13) }, proto.Stat{Cversion: 6, Pzxid: 12}},
+		{func() { tr.SetCversionPzxid("/p", -1, 14) }, proto.Stat{Cversion: 7, Pzxid: 14}},
+		{func() { tr.RaisePzxid("/p", 13) }, proto.Stat{Cversion: 7, Pzxid: 14}},
+		{func() { tr.RaisePzxid("/p", 15) }, proto.Stat{Cversion: 7, Pzxid: 15}},
+	}
+	for i, s := range steps {
+		s.do()
+		if got := parent(); got != s.want {
+			t.Fatalf("step %d: parent cversion %d pzxid %d, want %d %d", i, got.Cversion, got.Pzxid, s.want.Cversion, s.want.Pzxid)
+		}
+	}
+	if n, _ := tr.Get("/p/b"); n == nil || n.Czxid != 11 || n.Pzxid != 11 || n.Ctime != 11 {
+		t.Fatalf("/p/b created by a replayed create: %+v", n)
 	}
 }
 
