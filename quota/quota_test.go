@@ -68,14 +68,14 @@ func TestUsage(t *testing.T) {
 
 func TestKeyAndGoverning(t *testing.T) {
 	keys := map[string]string{
-		"/zookeeper/quota/a":       "/a",
-		"/zookeeper/quota/a/b":     "/a/b",
-		"/zookeeper/quota/a/ /b":   "/a/b",
-		"/zookeeper/quotas/a":      "/s/a",
-		"/zookeeper/quota":         "",
-		"/zookeeper/quota/ ":       "",
-		"/zookeeper":               "",
-		"/app/zookeeper/quota/a":   "",
+		"/zookeeper/quota/a":      "/a",
+		"/zookeeper/quota/a/b":    "/a/b",
+		"/zookeeper/quota/a/ /b":  "/a/b",
+		"/zookeeper/quotas/a":     "/s/a",
+		"/zookeeper/quota":        "",
+		"/zookeeper/quota/ ":      "",
+		"/zookeeper":              "",
+		"/app/zookeeper/quota/a":  "",
 		"/zookeeper/quota/a b/c ": "/a b/c ",
 	}
 	for dir, want := range keys {
