@@ -11,9 +11,16 @@ import (
 
 func TestEntryRoundTrip(t *testing.T) {
 	// Version 0 is this code's version, which the decoded entry names.
-	for _, v := range []uint8{0, 1, entryVersion} {
+	for _, v := range []uint8{0, 1, 3, 4, entryVersion} {
 		e := &Entry{Version: v, Type: EntryRequest, ReqID: 7, Origin: 3, Session: -9, Cxid: 11, Time: 1234, Timeout: 30000,
 			Op: proto.OpSetData, Auth: []proto.ID{{Scheme: "ip", ID: "127.0.0.1"}}, Body: []byte("body")}
+		// Fields an entry of the version has.
+		if e.version() >= 3 {
+			e.AuthSchemes = []string{"sasl"}
+		}
+		if e.version() >= 5 {
+			e.EnforceQuota = true
+		}
 		b := e.Marshal()
 		got, err := UnmarshalEntry(b)
 		if err != nil {
