@@ -17,7 +17,6 @@ package quota
 import (
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -86,7 +85,7 @@ func Parse(data []byte) (Stats, error) {
 		}
 		v := int64(-1)
 		if kv[1] != "" {
-			n, ok := javaParseLong(kv[1])
+			n, ok := proto.JavaParseLong(kv[1])
 			if !ok {
 				return Stats{}, fmt.Errorf("%w: %q is not a number", ErrMalformed, kv[1])
 			}
@@ -123,35 +122,6 @@ func javaSplit(s string, sep func(rune) bool, runs bool) []string {
 		return []string{s}
 	}
 	return parts
-}
-
-// javaParseLong parses s as Java's Long.parseLong(s): an optional sign,
-// then decimal digits of any script of the basic plane, within range.
-func javaParseLong(s string) (int64, bool) {
-	neg := false
-	if s != "" && (s[0] == '-' || s[0] == '+') {
-		neg = s[0] == '-'
-		s = s[1:]
-	}
-	if s == "" {
-		return 0, false
-	}
-	var n uint64
-	limit := uint64(math.MaxInt64)
-	if neg {
-		limit++
-	}
-	for _, r := range s {
-		d := proto.JavaDigit(r)
-		if d < 0 || n > (limit-uint64(d))/10 {
-			return 0, false
-		}
-		n = n*10 + uint64(d)
-	}
-	if neg {
-		return int64(-n), true
-	}
-	return int64(n), true
 }
 
 func (s *Stats) get(key string) int64 {
