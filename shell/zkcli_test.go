@@ -287,6 +287,13 @@ func TestAgainstZkCli(t *testing.T) {
 			{"get", "-s", "/one"},
 			{"delete", "/none"},
 			{"get", "-x", "/one"},
+			{"setquota", "-n", "5", "/one"},
+			{"setquota", "-n", "0", "/one"},
+			{"setquota", "-n", "1", "/none"},
+			{"setquota", "/one"},
+			{"listquota", "/none"},
+			{"delquota", "/none"},
+			{"delquota", "/one"},
 			{"delete", "/one"},
 		}
 		type outcome struct {
