@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"path/filepath"
 	"testing"
 )
 
@@ -54,5 +55,22 @@ func TestEnforceQuotaFromJVMFlags(t *testing.T) {
 		if (err != nil) != tt.wantErr || c.EnforceQuota != tt.want {
 			t.Errorf("file %q, env %v: EnforceQuota %v, %v; want %v (error %v)", tt.file, tt.env, c.EnforceQuota, err, tt.want, tt.wantErr)
 		}
+	}
+}
+
+// Load reads -Dzookeeper.enforceQuota from SERVER_JVMFLAGS when the file
+// does not set enforceQuota.
+func TestLoadEnforceQuotaFromJVMFlags(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"zoo.cfg": "dataDir=" + dir + "\nclientPort=2181\n"})
+	t.Setenv("JVMFLAGS", "")
+	t.Setenv("SERVER_JVMFLAGS", "-Xmx1g -Dzookeeper.enforceQuota=true")
+	c, err := Load(filepath.Join(dir, "zoo.cfg"))
+	if err != nil || !c.EnforceQuota {
+		t.Fatalf("Load: EnforceQuota %v, %v; want true", c.EnforceQuota, err)
+	}
+	t.Setenv("SERVER_JVMFLAGS", "-Dzookeeper.enforceQuota=on")
+	if _, err := Load(filepath.Join(dir, "zoo.cfg")); err == nil {
+		t.Fatal("Load with -Dzookeeper.enforceQuota=on: no error")
 	}
 }
