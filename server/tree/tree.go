@@ -337,14 +337,14 @@ func (t *Tree) SetData(path string, data []byte, version int32, zxid, time int64
 	n := t.lookup(path)
 	t.preserve(n)
 	t.record(undo{kind: undoSetData, path: path, data: n.Data, version: n.Version, mzxid: n.Mzxid, mtime: n.Mtime})
-	t.dataSize += int64(len(data) - len(n.Data))
 	bytes := int64(len(data) - len(n.Data))
+	t.dataSize += bytes
 	n.Data = data
 	n.Version = version
 	n.Mzxid = zxid
 	n.Mtime = time
-	// Even a change of no bytes writes the stats again, as ZooKeeper does:
-	// in the text it writes.
+	// Even a change of no bytes writes the stats again, in the form
+	// ZooKeeper writes them, as it does.
 	t.addQuotaUsage(path, 0, bytes)
 	return n
 }
