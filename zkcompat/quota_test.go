@@ -22,7 +22,8 @@ import (
 // quotaScript sets, lists and deletes quotas with zkCli.sh's commands and
 // writes under them: past soft limits, which both servers allow, and past
 // hard ones, which they refuse when they enforce quotas. It ends with an
-// ephemeral and a sequential node under a quota, and a quota on
+// ephemeral and a sequential node under a quota, stats a client rewrote,
+// a stats node of the root (which counts the whole tree), and a quota on
 // /zookeeper, which counts the quota nodes themselves.
 var quotaScript = []string{
 	"create /q",
@@ -64,6 +65,12 @@ var quotaScript = []string{
 	"listquota /q/other",
 	"get -s /zookeeper/quota/q/app/zookeeper_stats",
 	"get -s /zookeeper/quota/q/app/zookeeper_limits",
+	"set /zookeeper/quota/q/other/zookeeper_stats foo=1;count=7",
+	"create /q/other/z 1",
+	"get /zookeeper/quota/q/other/zookeeper_stats",
+	"create /zookeeper/quota/zookeeper_stats",
+	"get /zookeeper/quota/zookeeper_stats",
+	"delete /zookeeper/quota/zookeeper_stats",
 	"setquota -n 100 /zookeeper",
 	"listquota /zookeeper",
 	"create /zookeeper/extra abc",
