@@ -91,3 +91,33 @@ func JavaDigit(r rune) int {
 	}
 	return -1
 }
+
+// JavaParseLong parses s as Java's Long.parseLong(s): an optional sign,
+// then at least one decimal digit of any script of the basic plane
+// (JavaDigit), within the range of a long.
+func JavaParseLong(s string) (int64, bool) {
+	neg := false
+	if s != "" && (s[0] == '-' || s[0] == '+') {
+		neg = s[0] == '-'
+		s = s[1:]
+	}
+	if s == "" {
+		return 0, false
+	}
+	var n uint64
+	limit := uint64(1<<63 - 1)
+	if neg {
+		limit++
+	}
+	for _, r := range s {
+		d := JavaDigit(r)
+		if d < 0 || n > (limit-uint64(d))/10 {
+			return 0, false
+		}
+		n = n*10 + uint64(d)
+	}
+	if neg {
+		return int64(-n), true
+	}
+	return int64(n), true
+}

@@ -52,3 +52,17 @@ func FuzzJavaString(f *testing.F) {
 		}
 	})
 }
+
+func TestJavaParseLong(t *testing.T) {
+	ok := map[string]int64{"0": 0, "+7": 7, "-12": -12, "\u0663\u0660": 30, "9223372036854775807": 9223372036854775807, "-9223372036854775808": -9223372036854775808}
+	for s, want := range ok {
+		if got, valid := JavaParseLong(s); !valid || got != want {
+			t.Errorf("JavaParseLong(%q) = %d, %v; want %d", s, got, valid, want)
+		}
+	}
+	for _, s := range []string{"", "-", "+", "1.0", " 1", "9223372036854775808", "-9223372036854775809", "0x10", "\U0001D7D9"} {
+		if got, valid := JavaParseLong(s); valid {
+			t.Errorf("JavaParseLong(%q) = %d, want no number", s, got)
+		}
+	}
+}

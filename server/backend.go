@@ -281,7 +281,8 @@ func (s *Server) Detach(c *conn.Conn) {
 
 // Write proposes a client's write.
 func (s *Server) Write(c *conn.Conn, op proto.OpCode, body []byte, auth []proto.ID, done func(conn.Reply, conn.Reader)) {
-	e := &fsm.Entry{Type: fsm.EntryRequest, Session: c.Session(), Op: op, Auth: auth, AuthSchemes: s.authSchemes, Body: body}
+	e := &fsm.Entry{Type: fsm.EntryRequest, Session: c.Session(), Op: op, Auth: auth, AuthSchemes: s.authSchemes,
+		EnforceQuota: s.cfg.EnforceQuota, Body: body}
 	if op == proto.OpCloseSession {
 		e = &fsm.Entry{Type: fsm.EntryCloseSession, Session: c.Session()}
 	}

@@ -43,8 +43,10 @@ type Server struct {
 	// has providers for, which every write's log entry carries.
 	authSchemes []string
 	log         *slog.Logger
-	id          uint64
-	started     time.Time
+	// quotaLog logs the quota limits local writes go past.
+	quotaLog quotaLog
+	id       uint64
+	started  time.Time
 	// legacySecret is the session secret an older server kept in the data
 	// directory, or nil; secretSet is closed once the replicated secret is
 	// set.
@@ -152,6 +154,7 @@ func New(cfg config.Config, logger *slog.Logger) (*Server, error) {
 		cfg:         cfg,
 		authSchemes: authSchemes(cfg),
 		log:         logger,
+		quotaLog:    quotaLog{log: logger},
 		id:          max(cfg.ServerID, 1),
 		started:     time.Now(),
 		fsm:         fsm.New(fsmOptions(cfg)),
@@ -803,6 +806,12 @@ func (sm *stateMachine) Apply(ents []raftpb.Entry) {
 		switch e.Type {
 		case fsm.EntryCreateSession:
 			opened = append(opened, *e)
+		}
+		if e.Origin == s.id {
+			// As ZooKeeper's leader, which checks every write, logs them.
+			for _, q := range res.QuotaExceeded {
+				s.quotaLog.report(q.String(), time.Now())
+			}
 		}
 		var w waiter
 		if e.Origin == s.id && e.ReqID != 0 {

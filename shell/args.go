@@ -45,6 +45,7 @@ func isSpace(c byte) bool {
 type options struct {
 	args  []string
 	flags map[byte]string // option letter -> its value ("" for a switch)
+	order []byte          // the option letters, in the order given
 }
 
 func (o options) has(flag byte) bool {
@@ -77,7 +78,7 @@ func parseOptions(words []string, spec string) (options, error) {
 		}
 		if pending != 0 {
 			if !strings.HasPrefix(w, "-") || len(w) == 1 || isNegativeNumber(w) || !isOptionWord(w, takesValue) {
-				o.flags[pending] = w
+				o.set(pending, w)
 				pending = 0
 				continue
 			}
@@ -97,11 +98,11 @@ func parseOptions(words []string, spec string) (options, error) {
 					return o, usageError("Unrecognized option: " + w)
 				}
 				if !value {
-					o.flags[w[i]] = ""
+					o.set(w[i], "")
 					continue
 				}
 				if i+1 < len(w) {
-					o.flags[w[i]] = w[i+1:]
+					o.set(w[i], w[i+1:])
 				} else {
 					pending = w[i]
 				}
@@ -113,6 +114,11 @@ func parseOptions(words []string, spec string) (options, error) {
 		return o, usageError("Missing argument for option: " + string(pending))
 	}
 	return o, nil
+}
+
+func (o *options) set(flag byte, value string) {
+	o.flags[flag] = value
+	o.order = append(o.order, flag)
 }
 
 // isOptionWord reports whether w, which starts with "-", names an option

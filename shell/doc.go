@@ -18,7 +18,8 @@
 // [data] [acl], delete [-v version], deleteall [-b batch], stat [-w], sync,
 // getAcl [-s], setAcl [-s] [-v version] [-R], addauth, addWatch [-m mode],
 // removewatches [-c|-d|-a] [-l], getEphemerals, getAllChildrenNumber,
-// whoami, close, connect, quit, history, redo, printwatches; and two of
+// whoami, setquota -n|-b|-N|-B val, listquota, delquota [-n|-b|-N|-B],
+// close, connect, quit, history, redo, printwatches; and two of
 // its own: tree, which draws a subtree, and help. Words, quotes and
 // options are parsed as zkCli.sh parses them.
 //

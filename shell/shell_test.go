@@ -358,7 +358,9 @@ func TestCompletion(t *testing.T) {
 		want   string
 		listed string // what it prints: the choices when it cannot choose
 	}{
-		{line: "del", pos: -1, want: "delete"},
+		{line: "dele", pos: -1, want: "delete"},
+		{line: "del", pos: -1, want: "del", listed: "delete  deleteall  delquota\n"},
+		{line: "setq", pos: -1, want: "setquota "},
 		{line: "delete", pos: -1, want: "delete", listed: "delete  deleteall\n"},
 		{line: "wh", pos: -1, want: "whoami "},
 		{line: "xyz", pos: -1, want: "xyz"},

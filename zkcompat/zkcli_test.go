@@ -240,11 +240,7 @@ func runZkCliScript(t *testing.T, addr string, cmds []string) zkCliRun {
 	ctx, cancel := context.WithTimeout(t.Context(), zkCliTimeout)
 	defer cancel()
 	p := startInteropProcess(ctx, t, true, zkCliEnv, zkCliPath, "-server", addr)
-	var script strings.Builder
-	for _, c := range append(slices.Clone(cmds), "close") {
-		script.WriteString(zkCliMarker + "\n" + c + "\n")
-	}
-	if _, err := p.stdin.WriteString(script.String()); err != nil {
+	if _, err := p.stdin.WriteString(zkCliScriptInput(cmds)); err != nil {
 		t.Fatalf("zkCli.sh against %s: write the script: %v\noutput:\n%s", addr, err, p.out)
 	}
 	isClosed := func(line string) bool { return line == zkCliClosedLine }
@@ -255,11 +251,29 @@ func runZkCliScript(t *testing.T, addr string, cmds []string) zkCliRun {
 	if exit, err := p.wait(); exit != 0 {
 		t.Fatalf("zkCli.sh against %s: exit code %d (%v)\noutput:\n%s", addr, exit, err, p.out)
 	}
+	return splitZkCliRun(t, "zkCli.sh against "+addr, p.out.Lines(), len(cmds))
+}
+
+// zkCliScriptInput is a script of cmds as typed into zkCli.sh's
+// interactive mode: zkCliMarker before each command, and "close" last.
+func zkCliScriptInput(cmds []string) string {
+	var script strings.Builder
+	for _, c := range append(slices.Clone(cmds), "close") {
+		script.WriteString(zkCliMarker + "\n" + c + "\n")
+	}
+	return script.String()
+}
+
+// splitZkCliRun splits the output of a script of n commands (as
+// zkCliScriptInput writes it) at the markers, into each command's lines
+// and the watch events, with Stats normalised.
+func splitZkCliRun(t *testing.T, what string, lines []string, n int) zkCliRun {
+	t.Helper()
 	var run zkCliRun
 	// The lines before the first marker are the shell's greeting; the ones
 	// after the last belong to "close".
 	var steps [][]string
-	for _, line := range p.out.Lines() {
+	for _, line := range lines {
 		// A command may end its output without a newline (setAcl -R prints
 		// its errors so): the marker then ends that line.
 		if rest, ok := strings.CutSuffix(line, zkCliMarkerLine); ok && rest != "" && steps != nil {
@@ -276,13 +290,13 @@ func runZkCliScript(t *testing.T, addr string, cmds []string) zkCliRun {
 			steps[len(steps)-1] = append(steps[len(steps)-1], line)
 		}
 	}
-	if len(steps) != len(cmds)+1 {
-		t.Fatalf("zkCli.sh against %s: %d markers in the output, want %d\noutput:\n%s", addr, len(steps), len(cmds)+1, p.out)
+	if len(steps) != n+1 {
+		t.Fatalf("%s: %d markers in the output, want %d\noutput:\n%s", what, len(steps), n+1, strings.Join(lines, "\n"))
 	}
-	if closing := steps[len(cmds)]; len(closing) > 0 {
-		t.Errorf("zkCli.sh against %s: close printed %q", addr, closing)
+	if closing := steps[n]; len(closing) > 0 {
+		t.Errorf("%s: close printed %q", what, closing)
 	}
-	run.steps = steps[:len(cmds)]
+	run.steps = steps[:n]
 	normaliseZkCliStats(run.steps)
 	return run
 }

@@ -165,7 +165,7 @@ func TestDatadirVerifyAndTruncate(t *testing.T) {
 		t.Fatal("no write's record lies within one sector")
 	}
 	if status, stdout, _ := datadirCmd(append([]string{"dump", "-what", "entries"}, args...)...); status != 0 ||
-		!strings.Contains(stdout, fmt.Sprintf("%d term=%d normal request v4", victim.Index, victim.Term)) ||
+		!strings.Contains(stdout, fmt.Sprintf("%d term=%d normal request v%d", victim.Index, victim.Term, victim.Entry.Version)) ||
 		!strings.Contains(stdout, fmt.Sprintf("op=%s path=%q", victim.Entry.Op, victim.Entry.Path)) {
 		t.Errorf("dump entries does not show entry %d as a create of %s:\n%s", victim.Index, victim.Entry.Path, stdout)
 	}

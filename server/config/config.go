@@ -197,6 +197,15 @@ type Config struct {
 	// clients use to find a server that has a leader again.
 	ReadOnlyMode bool
 
+	// EnforceQuota refuses a create or setData that would take a quota
+	// under /zookeeper/quota past a hard limit, with QuotaExceeded, and
+	// logs what goes past a soft one, as ZooKeeper's
+	// zookeeper.enforceQuota: the key, or -D of it in SERVER_JVMFLAGS or
+	// JVMFLAGS. Without it quotas are only counted.
+	EnforceQuota bool
+	// enforceQuotaSet says the file set EnforceQuota, over the JVM flags.
+	enforceQuotaSet bool
+
 	// Initial is the text of the zoo.cfg that Load read, which the admin
 	// command initial_configuration reports, with the values of secret
 	// keys (IsSecretKey) replaced; "" when no file was read.
@@ -514,6 +523,9 @@ func (p *parser) set(key, value string, line int) {
 		c.LinearizableReads, err = boolean(key, value)
 	case "readonlymode.enabled", "zookeeper.readonlymode.enabled":
 		c.ReadOnlyMode, err = boolean(key, value)
+	case "enforceQuota", "zookeeper.enforceQuota":
+		c.EnforceQuota, err = boolean(key, value)
+		c.enforceQuotaSet = true
 	case "metricsProvider.httpPort":
 		c.MetricsProviderHTTPPort, err = intIn(key, value, 1, 65535, "a port number (1-65535)")
 	case "znode.container.checkIntervalMs":
@@ -1151,6 +1163,9 @@ func LoadData(path string, data []byte) (Config, error) {
 	if c.JAASConfigFile == "" {
 		c.JAASConfigFile = jaasFromJVMFlags(os.Getenv)
 	}
+	if err := c.enforceQuotaFromJVMFlags(os.Getenv); err != nil {
+		return Config{}, fmt.Errorf("config: %s: %w", path, err)
+	}
 	if err := c.loadSASL(os.Getenv); err != nil {
 		return Config{}, fmt.Errorf("config: %s: %w", path, err)
 	}
@@ -1159,6 +1174,26 @@ func LoadData(path string, data []byte) (Config, error) {
 	}
 	c.Initial = redactSecrets(string(data))
 	return c, nil
+}
+
+// enforceQuotaProperty is the Java system property of quota enforcement.
+const enforceQuotaProperty = "zookeeper.enforceQuota"
+
+// enforceQuotaFromJVMFlags sets EnforceQuota from -Dzookeeper.enforceQuota
+// in SERVER_JVMFLAGS or JVMFLAGS, where zkServer.sh's users set it, unless
+// the file set it: ZooKeeper sets the property from the file after the
+// JVM has read its flags.
+func (c *Config) enforceQuotaFromJVMFlags(getenv func(string) string) error {
+	if c.enforceQuotaSet {
+		return nil
+	}
+	value, ok := JVMProperty(getenv, enforceQuotaProperty, "SERVER_JVMFLAGS", "JVMFLAGS")
+	if !ok {
+		return nil
+	}
+	var err error
+	c.EnforceQuota, err = boolean("-D"+enforceQuotaProperty, value)
+	return err
 }
 
 // Runtime is what the conf four-letter word reports that only a running

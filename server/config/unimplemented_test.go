@@ -84,7 +84,6 @@ func TestParseRefusesKeysAskingForUnimplementedLimits(t *testing.T) {
 		key, value string
 		feature    string
 	}{
-		{"enforceQuota", "true", "quota enforcement"},
 		{"maxCnxns", "1000", "a limit on the connections to the server"},
 		{"connection_throttle_tokens", "100", "connection throttling"},
 		{"connection_throttle_tokens", "-1", "connection throttling"}, // throttles every connection
@@ -128,7 +127,7 @@ func TestParseAcceptsSwitchesThatAreOff(t *testing.T) {
 		"DigestAuthenticationProvider.digestAlg=SHA1",
 		"DigestAuthenticationProvider.digestAlg=SHA-1",
 		"audit.enable=false",
-		"enforceQuota=false",
+		"ENFORCEQUOTA=false",
 		"maxCnxns=0",
 		"maxCnxns=-1",
 		"connection_throttle_tokens=0",
@@ -223,7 +222,7 @@ ssl.quorum.keyStore.password=hunter2
 ssl.crl=false
 authProvider.1=org.apache.zookeeper.server.auth.KeyAuthenticationProvider
 globalOutstandingLimit=1000
-zookeeper.enforceQuota=true
+zookeeper.maxCnxns=10
 `
 	_, err := Parse([]byte(text))
 	want := `tickTime: "fast" is not a positive number of milliseconds
@@ -231,7 +230,7 @@ Collie does not implement yet what these keys ask for, and will not start withou
 	line 2: SSLQuorum=true asks for ` + misspelledQuorumTLS + ` (false turns it off)
 	line 4: ssl.quorum.context.supplier.class asks for a TLS setting Collie does not implement
 	line 7: authProvider.1=org.apache.zookeeper.server.auth.KeyAuthenticationProvider asks for an authentication provider Collie does not have (DigestAuthenticationProvider, IPAuthenticationProvider, SASLAuthenticationProvider and X509AuthenticationProvider are accepted)
-	line 9: zookeeper.enforceQuota=true asks for quota enforcement (false turns it off)
+	line 9: zookeeper.maxCnxns=10 asks for a limit on the connections to the server (0 turns it off)
 remove these keys to run without what they ask for, or keep running ZooKeeper until Collie implements it`
 	if errString(err) != want {
 		t.Errorf("Parse error\n got %v\nwant %s", err, want)
@@ -248,12 +247,12 @@ remove these keys to run without what they ask for, or keep running ZooKeeper un
 
 // A key given twice takes its last value, for these keys as for others.
 func TestParseNotImplementedLastValueWins(t *testing.T) {
-	if c, err := Parse([]byte("dataDir=/d\nenforceQuota=true\nenforceQuota=false\n")); err != nil || !slices.Equal(c.Unknown, []string{"enforceQuota"}) {
-		t.Errorf("enforceQuota on, then off: Unknown %q, %v", c.Unknown, err)
+	if c, err := Parse([]byte("dataDir=/d\nmaxCnxns=10\nmaxCnxns=0\n")); err != nil || !slices.Equal(c.Unknown, []string{"maxCnxns"}) {
+		t.Errorf("maxCnxns on, then off: Unknown %q, %v", c.Unknown, err)
 	}
-	keys := notImplementedKeys(t, "enforceQuota=false\nenforceQuota=true\n")
-	if len(keys) != 1 || keys[0].Line != 3 || keys[0].Value != "true" {
-		t.Errorf("enforceQuota off, then on: refused %+v, want line 3", keys)
+	keys := notImplementedKeys(t, "maxCnxns=0\nmaxCnxns=10\n")
+	if len(keys) != 1 || keys[0].Line != 3 || keys[0].Value != "10" {
+		t.Errorf("maxCnxns off, then on: refused %+v, want line 3", keys)
 	}
 }
 
@@ -273,10 +272,10 @@ func TestParseNotImplementedIgnoresCase(t *testing.T) {
 func TestLoadNamesFileAndLineOfNotImplementedKey(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "zoo.cfg")
-	writeFiles(t, dir, map[string]string{"zoo.cfg": "# quotas\ndataDir=" + dir + "\nclientPort=2181\nenforceQuota=true\n"})
+	writeFiles(t, dir, map[string]string{"zoo.cfg": "# limits\ndataDir=" + dir + "\nclientPort=2181\nmaxCnxns=10\n"})
 	_, err := Load(cfg)
 	want := "config: " + cfg + ": Collie does not implement yet what these keys ask for, and will not start without it:\n" +
-		"\tline 4: enforceQuota=true asks for quota enforcement (false turns it off)\n"
+		"\tline 4: maxCnxns=10 asks for a limit on the connections to the server (0 turns it off)\n"
 	var ni *NotImplementedError
 	if !errors.As(err, &ni) || !strings.HasPrefix(errString(err), want) {
 		t.Errorf("Load error\n got %v\nwant %s...", err, want)

@@ -12,9 +12,11 @@ import (
 
 	"go.etcd.io/raft/v3/raftpb"
 
+	"github.com/collie-io/collie/proto"
 	"github.com/collie-io/collie/server/datadir"
 	"github.com/collie-io/collie/server/fsm"
 	"github.com/collie-io/collie/server/storage"
+	"github.com/collie-io/collie/server/tree"
 )
 
 // memberLogEntries returns entries from..to of term, each a state machine
@@ -146,5 +148,49 @@ func TestTruncateKeepsTheSnapshotRecord(t *testing.T) {
 	}
 	if report, err := d.Verify(); err != nil || !report.Clean() {
 		t.Errorf("verify after the cut: %+v, %v", report, err)
+	}
+}
+
+// TestDumpEntriesShowsQuotaEnforcement: a request's entry says whether its
+// server enforced quotas, in JSON and in text.
+func TestDumpEntriesShowsQuotaEnforcement(t *testing.T) {
+	dir := t.TempDir()
+	disk := newDisk(t, dir)
+	body := proto.Marshal(&proto.CreateRequest{Path: "/q/a", ACL: tree.OpenACL})
+	var ents []raftpb.Entry
+	for i, enforce := range []bool{false, true} {
+		e := &fsm.Entry{Type: fsm.EntryRequest, Session: 1, Op: proto.OpCreate, EnforceQuota: enforce, Body: body}
+		ents = append(ents, raftpb.Entry{Index: uint64(i + 1), Term: 1, Data: e.Marshal()})
+	}
+	if err := disk.Save(raftpb.HardState{Term: 1, Commit: 2}, ents); err != nil {
+		t.Fatal(err)
+	}
+	if err := disk.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d := mustOpen(t, dir)
+	var out bytes.Buffer
+	if _, err := d.DumpEntries(&out, true); err != nil {
+		t.Fatal(err)
+	}
+	var got []bool
+	sc := bufio.NewScanner(&out)
+	for sc.Scan() {
+		var e datadir.EntryJSON
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, e.Entry.EnforceQuota)
+	}
+	if fmt.Sprint(got) != "[false true]" {
+		t.Errorf("enforce_quota of the entries: %v, want [false true]", got)
+	}
+	out.Reset()
+	if _, err := d.DumpEntries(&out, false); err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(strings.TrimSpace(out.String()), "\n"); len(lines) != 2 ||
+		strings.Contains(lines[0], "enforce_quota") || !strings.Contains(lines[1], " enforce_quota=true") {
+		t.Errorf("text dump:\n%s", out.String())
 	}
 }

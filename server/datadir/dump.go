@@ -102,6 +102,8 @@ type FSMEntryJSON struct {
 	Timeout int32    `json:"timeout,omitempty"`
 	Op      string   `json:"op,omitempty"`
 	Auth    []IDJSON `json:"auth,omitempty"`
+	// EnforceQuota is a request's server enforcing quotas.
+	EnforceQuota bool `json:"enforce_quota,omitempty"`
 	// Path is the request's path, or the container's.
 	Path    string       `json:"path,omitempty"`
 	Request *RequestJSON `json:"request,omitempty"`
@@ -216,7 +218,8 @@ func confChangeType(t raftpb.ConfChangeType) string {
 }
 
 func describeFSMEntry(e *fsm.Entry) *FSMEntryJSON {
-	v := &FSMEntryJSON{Version: e.Version, Type: entryTypes[e.Type], ReqID: e.ReqID, Origin: e.Origin, Cxid: e.Cxid, Time: e.Time, Timeout: e.Timeout}
+	v := &FSMEntryJSON{Version: e.Version, Type: entryTypes[e.Type], ReqID: e.ReqID, Origin: e.Origin, Cxid: e.Cxid, Time: e.Time, Timeout: e.Timeout,
+		EnforceQuota: e.EnforceQuota}
 	if e.Session != 0 {
 		v.Session = hex(e.Session)
 	}
@@ -374,6 +377,9 @@ func (v *EntryJSON) text() string {
 		}
 		for _, id := range e.Auth {
 			kv("auth", id.Scheme+":"+id.ID)
+		}
+		if e.EnforceQuota {
+			kv("enforce_quota", "true")
 		}
 		kv("error", e.Error)
 	}

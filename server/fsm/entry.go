@@ -100,7 +100,14 @@ const SecretLen = 32
 // Java's X500Principal reads them, match, and count for "auth". A version
 // 3 entry never names x509; a replica of version 3 code would ignore it
 // and decide otherwise, so naming it needs the new version.
-const entryVersion = 4
+//
+// Version 5 adds EnforceQuota, encoded after AuthSchemes, and applies
+// every entry by version 4's rules plus ZooKeeper's quotas: creates,
+// deletes and setData keep the stats of the quotas they fall under
+// (tree.KeepQuotaStats), and with EnforceQuota a create or setData that
+// would take a quota past a hard limit fails with QuotaExceeded. Entries
+// of earlier versions keep no stats: replicas that applied them did not.
+const entryVersion = 5
 
 // ErrUnknownEntry is returned when a log entry is of a version or type this
 // server does not know: the log was written by a newer Collie, and applying
@@ -147,6 +154,11 @@ type Entry struct {
 	// proposing server has providers for: "sasl" (version 3 on), "x509"
 	// (version 4 on), or none (EntryRequest).
 	AuthSchemes []string
+	// EnforceQuota says the proposing server enforces quotas
+	// (zookeeper.enforceQuota), as ZooKeeper's leader decides for every
+	// write; carried in the entry, it applies alike everywhere (version 5
+	// on; EntryRequest).
+	EnforceQuota bool
 	// Body is the request record, jute-encoded (EntryRequest), the path
 	// (EntryDeleteContainer), the secret (EntrySetSecret), or a member's
 	// id (EntryMemberLog).
@@ -177,6 +189,9 @@ func (e *Entry) Marshal() []byte {
 		for _, s := range e.AuthSchemes {
 			enc.String(s)
 		}
+	}
+	if e.version() >= 5 {
+		enc.Bool(e.EnforceQuota)
 	}
 	return enc.Bytes()
 }
@@ -225,6 +240,9 @@ func UnmarshalEntry(b []byte) (*Entry, error) {
 			e.AuthSchemes = append(e.AuthSchemes, d.String())
 		}
 	}
+	if e.Version >= 5 {
+		e.EnforceQuota = d.Bool()
+	}
 	if err := d.Err(); err != nil {
 		return nil, fmt.Errorf("fsm: decode entry: %w", err)
 	}
@@ -241,6 +259,9 @@ func (e *Entry) version() uint8 {
 
 // knownVersion reports whether this code applies entries of version v.
 func knownVersion(v uint8) bool { return v >= 1 && v <= entryVersion }
+
+// quotas reports whether the entry's version keeps quota stats.
+func (e *Entry) quotas() bool { return e.version() >= 5 }
 
 // aclRules are the ACL rules of the entry's version.
 func (e *Entry) aclRules() tree.ACLRules {

@@ -3,17 +3,27 @@ package fsm
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/collie-io/collie/proto"
+	"github.com/collie-io/collie/server/tree"
 )
 
 func TestEntryRoundTrip(t *testing.T) {
 	// Version 0 is this code's version, which the decoded entry names.
-	for _, v := range []uint8{0, 1, entryVersion} {
+	for _, v := range []uint8{0, 1, 3, 4, entryVersion} {
 		e := &Entry{Version: v, Type: EntryRequest, ReqID: 7, Origin: 3, Session: -9, Cxid: 11, Time: 1234, Timeout: 30000,
 			Op: proto.OpSetData, Auth: []proto.ID{{Scheme: "ip", ID: "127.0.0.1"}}, Body: []byte("body")}
+		// Fields an entry of the version has.
+		if e.version() >= 3 {
+			e.AuthSchemes = []string{"sasl"}
+		}
+		if e.version() >= 5 {
+			e.EnforceQuota = true
+		}
 		b := e.Marshal()
 		got, err := UnmarshalEntry(b)
 		if err != nil {
@@ -169,4 +179,70 @@ func requestApplier(f *FSM, auth []proto.ID) func(version uint8, schemes []strin
 		return f.Apply(index, &Entry{Version: version, Type: EntryRequest, Session: 1, Op: op, Auth: auth,
 			AuthSchemes: schemes, Body: proto.Marshal(req)}).Err
 	}
+}
+
+// FuzzApplyUnderQuota applies arbitrary requests under a quota, enforced
+// or not: Apply never panics, the state snapshots and restores to itself,
+// and unless the request rewrote the quota's nodes, the stats still count
+// exactly the nodes and bytes under the quota's path.
+func FuzzApplyUnderQuota(f *testing.F) {
+	open := []proto.ACL{{Perms: proto.PermAll, ID: proto.ID{Scheme: "world", ID: "anyone"}}}
+	f.Add(int32(proto.OpCreate), proto.Marshal(&proto.CreateRequest{Path: "/a/b", Data: []byte("data"), ACL: open}), true)
+	f.Add(int32(proto.OpSetData), proto.Marshal(&proto.SetDataRequest{Path: "/a", Data: []byte("0123456789"), Version: -1}), true)
+	f.Add(int32(proto.OpMulti), proto.Marshal(&proto.MultiRequest{Ops: []proto.MultiOp{
+		{Type: proto.OpCreate, Req: &proto.CreateRequest{Path: "/a/c", ACL: open, Flags: proto.ModeEphemeral}},
+		{Type: proto.OpCreate, Req: &proto.CreateRequest{Path: "/a/d", ACL: open}},
+		{Type: proto.OpDelete, Req: &proto.DeleteRequest{Path: "/zookeeper/quota/a/zookeeper_stats", Version: -1}},
+		{Type: proto.OpCreate, Req: &proto.CreateRequest{Path: "/zookeeper/quota/a/zookeeper_stats", ACL: open}},
+	}}), false)
+	f.Fuzz(func(t *testing.T, op int32, body []byte, enforce bool) {
+		m := New(Options{ExtendedTypes: true})
+		m.Apply(1, &Entry{Type: EntryCreateSession, Session: 1, Timeout: 4000})
+		index := uint64(2)
+		for _, n := range []struct{ path, data string }{
+			{"/a", "x"}, {"/zookeeper/quota/a", ""},
+			{"/zookeeper/quota/a/zookeeper_limits", "count=-1,bytes=-1=;byteHardLimit=10;countHardLimit=4"},
+			{"/zookeeper/quota/a/zookeeper_stats", ""},
+		} {
+			body := proto.Marshal(&proto.CreateRequest{Path: n.path, Data: []byte(n.data), ACL: open})
+			if res := m.Apply(index, &Entry{Type: EntryRequest, Session: 1, Op: proto.OpCreate, Body: body, Time: 5}); res.Err != proto.OK {
+				t.Fatalf("create %s: %v", n.path, res.Err)
+			}
+			index++
+		}
+		limitsZxid := int64(index - 2)
+		for range 2 {
+			m.Apply(index, &Entry{Type: EntryRequest, Session: 1, Op: proto.OpCode(op), EnforceQuota: enforce, Body: body, Time: 6})
+			index++
+		}
+		m.Apply(index, &Entry{Type: EntryCloseSession, Session: 1})
+
+		tr := m.Tree()
+		limits, okLimits := tr.Get("/zookeeper/quota/a/zookeeper_limits")
+		stats, okStats := tr.Get("/zookeeper/quota/a/zookeeper_stats")
+		others := 0
+		var count, size int64
+		tr.Walk(func(path string, n *tree.Node) bool {
+			if strings.HasSuffix(path, "/zookeeper_limits") && path != "/zookeeper/quota/a/zookeeper_limits" {
+				others++
+			}
+			if tree.HasPrefix(path, "/a") {
+				count++
+				size += int64(len(n.Data))
+			}
+			return true
+		})
+		if okLimits && okStats && limits.Czxid == limitsZxid && stats.Version == 0 && others == 0 {
+			if want := fmt.Sprintf("count=%d,bytes=%d", count, size); string(stats.Data) != want {
+				t.Fatalf("stats %q, want %q", stats.Data, want)
+			}
+		}
+		var buf []byte
+		if err := m.Save(&sliceWriter{&buf}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Restore(Options{ExtendedTypes: true}, bytes.NewReader(buf)); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

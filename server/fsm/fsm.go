@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/collie-io/collie/proto"
+	"github.com/collie-io/collie/quota"
 	"github.com/collie-io/collie/server/tree"
 )
 
@@ -58,6 +59,10 @@ type Result struct {
 	Events []Event
 	// Closed is the session that the entry ended, if any.
 	Closed int64
+	// QuotaExceeded are the quota limits the request went past, when its
+	// server enforces quotas: ZooKeeper's leader logs them, and the
+	// request failed if one is hard.
+	QuotaExceeded []quota.Exceeded
 }
 
 // Options are the settings that change how entries apply. Every replica
@@ -203,6 +208,7 @@ func (f *FSM) Apply(index uint64, e *Entry) Result {
 	zxid := int64(index)
 	f.lastZxid = zxid
 	res := Result{Zxid: zxid}
+	f.tree.KeepQuotaStats(e.quotas())
 	switch e.Type {
 	case EntryCreateSession:
 		f.sessions[e.Session] = &Session{ID: e.Session, Timeout: e.Timeout, Owner: e.Origin}
@@ -285,6 +291,10 @@ type txn struct {
 	// rules are the ACL rules of the entry's version.
 	rules  tree.ACLRules
 	events []Event
+	// quotas, in a multi whose server enforces quotas, are the quotas as
+	// they were before the multi, which its checks read.
+	quotas   tree.Quotas
+	exceeded []quota.Exceeded
 }
 
 func (f *FSM) applyRequest(e *Entry, zxid int64, res *Result) {
@@ -310,6 +320,7 @@ func (f *FSM) applyRequest(e *Entry, zxid int64, res *Result) {
 		res.Resp, res.Err = t.op(e.Op, req)
 	}
 	res.Events = t.events
+	res.QuotaExceeded = t.exceeded
 }
 
 // IsWrite reports whether a client opcode changes state and so goes through
@@ -410,6 +421,9 @@ func (t *txn) create(op proto.OpCode, path string, data []byte, acl []proto.ACL,
 	if tree.KindOf(parent.EphemeralOwner, t.f.opts.ExtendedTypes) == tree.Ephemeral {
 		return nil, proto.ErrNoChildrenForEphemerals
 	}
+	if code := t.checkQuota(path, nil, data, 1); code != proto.OK {
+		return nil, code
+	}
 	var owner int64
 	switch {
 	case op == proto.OpCreateContainer:
@@ -477,12 +491,49 @@ func (t *txn) setData(path string, data []byte, version int32) (proto.Record, pr
 	if !tree.CheckACL(t.f.tree.ACL(n), proto.PermWrite, t.e.Auth, t.rules) {
 		return nil, proto.ErrNoAuth
 	}
+	// Before the version, as in ZooKeeper.
+	if code := t.checkQuota(path, n.Data, data, 0); code != proto.OK {
+		return nil, code
+	}
 	if version != -1 && version != n.Version {
 		return nil, proto.ErrBadVersion
 	}
 	n = t.f.tree.SetData(path, data, n.Version+1, t.zxid, t.e.Time)
 	t.emit(proto.EventNodeDataChanged, path, t.f.tree.ACL(n))
 	return &proto.SetDataResponse{Stat: t.f.tree.Stat(n)}, proto.OK
+}
+
+// checkQuota makes ZooKeeper's quota check (checkQuota) of a create
+// (count 1) or a setData (count 0) that replaces old with data at path,
+// when the entry's server enforces quotas. It fails with QuotaExceeded
+// past a hard limit, and with MarshallingError where ZooKeeper cannot read
+// the quota's limits or stats (a runtime exception there). ZooKeeper checks
+// against the tree as it was before the request, which for a multi is
+// before its first op (t.quotas): ops of one multi are not counted against
+// each other.
+func (t *txn) checkQuota(path string, old, data []byte, count int64) proto.Code {
+	if !t.e.quotas() || !t.e.EnforceQuota {
+		return proto.OK
+	}
+	var q tree.QuotaState
+	var ok bool
+	if t.quotas != nil {
+		q, ok = t.quotas.Quota(path)
+	} else {
+		q, ok = t.f.tree.Quota(path)
+	}
+	if !ok {
+		return proto.OK
+	}
+	over, refused, err := quota.Check(q.Path, q.Limits, q.HaveLimits, q.Stats, q.HaveStats, count, int64(len(data)-len(old)))
+	t.exceeded = append(t.exceeded, over...)
+	switch {
+	case err != nil:
+		return proto.ErrMarshallingError
+	case refused:
+		return proto.ErrQuotaExceeded
+	}
+	return proto.OK
 }
 
 func (t *txn) setACL(path string, acl []proto.ACL, version int32) (proto.Record, proto.Code) {
@@ -539,6 +590,9 @@ func (t *txn) multi(m *proto.MultiRequest) (proto.Record, proto.Code) {
 		return nil, proto.ErrMarshallingError
 	}
 	resp := &proto.MultiResponse{Results: make([]proto.OpResult, 0, len(m.Ops))}
+	if t.e.quotas() && t.e.EnforceQuota {
+		t.quotas = t.f.tree.SaveQuotas()
+	}
 	t.f.tree.Begin()
 	failed := -1
 	for i, op := range m.Ops {
@@ -554,6 +608,13 @@ func (t *txn) multi(m *proto.MultiRequest) (proto.Record, proto.Code) {
 			return nil, proto.ErrMarshallingError
 		}
 		r, code := t.op(typ, req)
+		if code == proto.ErrMarshallingError {
+			// Only a quota check fails an op so: ZooKeeper's runtime
+			// exception there fails the whole multi.
+			t.f.tree.Rollback()
+			t.events = nil
+			return nil, proto.ErrMarshallingError
+		}
 		if code != proto.OK {
 			failed = i
 			resp.Results = append(resp.Results, proto.OpResult{Type: proto.OpError, Err: code})

@@ -208,6 +208,9 @@ func formatResult(res Result) string {
 	for _, ev := range res.Events {
 		fmt.Fprintf(&b, "\nevent %s %s", ev.Type, ev.Path)
 	}
+	for _, q := range res.QuotaExceeded {
+		fmt.Fprintf(&b, "\n%s", q)
+	}
 	return b.String()
 }
 
@@ -253,6 +256,8 @@ func TestDataDriven(t *testing.T) {
 			auth := parseAuth(a.str("auth", ""))
 			// entry is the version of a write's log entry; 0 is this code's.
 			entry := uint8(a.int(t, "entry", 0))
+			// enforce=true: the write's server enforces quotas.
+			enforce := a.str("enforce", "false") == "true"
 			switch d.Cmd {
 			case "open":
 				return formatResult(h.apply(t, &Entry{Type: EntryCreateSession, Session: session, Timeout: int32(a.int(t, "timeout", 30000))}))
@@ -263,7 +268,7 @@ func TestDataDriven(t *testing.T) {
 				return "ok"
 			case "create", "create2", "createContainer", "createTTL", "delete", "set", "setacl", "check":
 				op, req := h.request(t, d.Cmd, a)
-				return formatResult(h.apply(t, &Entry{Version: entry, Type: EntryRequest, Session: session, Op: op, Auth: auth, Body: proto.Marshal(req)}))
+				return formatResult(h.apply(t, &Entry{Version: entry, Type: EntryRequest, Session: session, Op: op, Auth: auth, EnforceQuota: enforce, Body: proto.Marshal(req)}))
 			case "multi":
 				m := &proto.MultiRequest{}
 				for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
@@ -274,7 +279,7 @@ func TestDataDriven(t *testing.T) {
 					op, req := h.request(t, f[0], parseArgs(f[1:]))
 					m.Ops = append(m.Ops, proto.MultiOp{Type: op, Req: req})
 				}
-				return formatResult(h.apply(t, &Entry{Version: entry, Type: EntryRequest, Session: session, Op: proto.OpMulti, Auth: auth, Body: proto.Marshal(m)}))
+				return formatResult(h.apply(t, &Entry{Version: entry, Type: EntryRequest, Session: session, Op: proto.OpMulti, Auth: auth, EnforceQuota: enforce, Body: proto.Marshal(m)}))
 			case "deletecontainer":
 				return formatResult(h.apply(t, &Entry{Type: EntryDeleteContainer, Body: []byte(a.str("path", "")), Time: a.int(t, "time", 0)}))
 			case "candidates":
@@ -299,6 +304,17 @@ func TestDataDriven(t *testing.T) {
 				return h.zk(t, d, a)
 			case "dump":
 				return h.dump()
+			case "data":
+				// The data of the nodes at or under a path, with their Stats.
+				var b strings.Builder
+				p := a.str("path", "/")
+				h.f.Tree().Walk(func(path string, n *tree.Node) bool {
+					if tree.HasPrefix(path, p) {
+						fmt.Fprintf(&b, "%s data=%q %s\n", path, n.Data, formatStat(h.f.Tree().Stat(n)))
+					}
+					return true
+				})
+				return b.String()
 			case "snapshot":
 				var buf bytes.Buffer
 				if err := h.f.Save(&buf); err != nil {

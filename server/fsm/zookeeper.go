@@ -36,10 +36,10 @@ func (f *FSM) ApplyZooKeeper(txn *zkdata.Txn) Result {
 		return Result{Err: proto.ErrRuntimeInconsistency}
 	}
 	f.applied, f.lastZxid = uint64(txn.Zxid), txn.Zxid
-	// Quota upkeep: ZooKeeper's DataTree keeps the zookeeper_stats node of
-	// the quota above a node current on every create, delete and setData
-	// of a logged transaction too; once the tree keeps quota stats, they
-	// are kept here as well.
+	// ZooKeeper's DataTree keeps the zookeeper_stats node of the quota
+	// above a node current on every create, delete and setData of a
+	// logged transaction too.
+	f.tree.KeepQuotaStats(true)
 	z := &zkApply{f: f}
 	switch txn.Type {
 	case proto.OpCreateSession:

@@ -121,6 +121,12 @@ type Tree struct {
 	// as ZooKeeper's approximate data size.
 	dataSize int64
 
+	// quotas counts, by path, the zookeeper_limits nodes that give the
+	// path a quota (see quota.go).
+	quotas map[string]int
+	// keepQuotaStats says mutations keep quota stats (KeepQuotaStats).
+	keepQuotaStats bool
+
 	// journal, when non-nil, records how to undo each mutation.
 	journal *[]undo
 
@@ -148,6 +154,7 @@ func New(extended bool) *Tree {
 		ephemerals: make(map[int64]map[string]struct{}),
 		containers: make(map[string]struct{}),
 		ttls:       make(map[string]struct{}),
+		quotas:     make(map[string]int),
 		acls:       newACLCache(),
 		extended:   extended,
 	}
@@ -244,6 +251,7 @@ func (t *Tree) unlink(parent *Node, path string, n *Node) {
 }
 
 func (t *Tree) index(path string, n *Node) {
+	t.indexQuota(path)
 	switch KindOf(n.EphemeralOwner, t.extended) {
 	case Ephemeral:
 		set := t.ephemerals[n.EphemeralOwner]
@@ -260,6 +268,7 @@ func (t *Tree) index(path string, n *Node) {
 }
 
 func (t *Tree) unindex(path string, n *Node) {
+	t.unindexQuota(path)
 	switch KindOf(n.EphemeralOwner, t.extended) {
 	case Ephemeral:
 		if set := t.ephemerals[n.EphemeralOwner]; set != nil {
@@ -325,6 +334,7 @@ func (t *Tree) add(parent *Node, path string, data []byte, acl []proto.ACL, owne
 		EphemeralOwner: owner,
 	}
 	t.insert(parent, path, n)
+	t.quotaCreated(path, len(data))
 	return n
 }
 
@@ -375,6 +385,7 @@ func (t *Tree) Delete(path string, zxid int64) {
 		parent.Pzxid = zxid
 	}
 	t.unlink(parent, path, n)
+	t.addQuotaUsage(path, -1, -int64(len(n.Data)))
 }
 
 // SetData replaces a node's data and sets its version.
@@ -382,11 +393,15 @@ func (t *Tree) SetData(path string, data []byte, version int32, zxid, time int64
 	n := t.lookup(path)
 	t.preserve(n)
 	t.record(undo{kind: undoSetData, path: path, data: n.Data, version: n.Version, mzxid: n.Mzxid, mtime: n.Mtime})
-	t.dataSize += int64(len(data) - len(n.Data))
+	bytes := int64(len(data) - len(n.Data))
+	t.dataSize += bytes
 	n.Data = data
 	n.Version = version
 	n.Mzxid = zxid
 	n.Mtime = time
+	// Even a change of no bytes writes the stats again, in the form
+	// ZooKeeper writes them, as it does.
+	t.addQuotaUsage(path, 0, bytes)
 	return n
 }
 
