@@ -72,6 +72,17 @@ func loadZooKeeperReplies(t *testing.T, ref *zkref.Server, seed uint64, steps in
 	if code, err := w.Do(proto.OpCreate, &proto.CreateRequest{Path: "/mid", ACL: tree.OpenACL}, &proto.CreateResponse{}); err != nil || code != proto.OK && code != proto.ErrNodeExists {
 		t.Fatalf("create /mid: %v %v", code, err)
 	}
+	// A quota on /mid, made as zkCli.sh's setquota makes it: the writes
+	// below keep its stats node.
+	for _, n := range []struct{ path, data string }{
+		{"/zookeeper/quota/mid", ""},
+		{"/zookeeper/quota/mid/zookeeper_limits", "count=100000,bytes=-1"},
+		{"/zookeeper/quota/mid/zookeeper_stats", "count=0,bytes=0"},
+	} {
+		if code, err := w.Do(proto.OpCreate, &proto.CreateRequest{Path: n.path, Data: []byte(n.data), ACL: tree.OpenACL}, &proto.CreateResponse{}); err != nil || code != proto.OK && code != proto.ErrNodeExists {
+			t.Fatalf("create %s: %v %v", n.path, code, err)
+		}
+	}
 	var wg sync.WaitGroup
 	acked := make(chan int, 1)
 	wg.Go(func() {
