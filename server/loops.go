@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/collie-io/collie/server/fsm"
+	"github.com/collie-io/collie/server/metrics"
 	"github.com/collie-io/collie/server/session"
 )
 
@@ -41,6 +42,12 @@ func (s *Server) expireSessions(ctx context.Context) {
 			s.smu.Lock()
 			s.tracker.ResetAll(now)
 			s.smu.Unlock()
+			if !s.cfg.Standalone {
+				s.counts.leaderSince.Store(now.UnixNano())
+			}
+		}
+		if !leading && wasLeading {
+			s.counts.leaderSince.Store(0)
 		}
 	}
 	for {
@@ -79,6 +86,7 @@ func (s *Server) expireSessions(ctx context.Context) {
 			expired, refused = append(refused, expired...), nil
 			for _, id := range expired {
 				s.log.Info("session expired", "session", id)
+				s.metrics.Counter(metrics.StaleSessionsExpired).Inc()
 				if !s.propose(&fsm.Entry{Type: fsm.EntryCloseSession, Session: int64(id)}, nil) {
 					refused = append(refused, id)
 				}

@@ -23,6 +23,7 @@ import (
 	"github.com/collie-io/collie/server/config"
 	"github.com/collie-io/collie/server/conn"
 	"github.com/collie-io/collie/server/fsm"
+	"github.com/collie-io/collie/server/metrics"
 	"github.com/collie-io/collie/server/peer"
 	"github.com/collie-io/collie/server/replication"
 	"github.com/collie-io/collie/server/session"
@@ -134,6 +135,14 @@ type Server struct {
 	wg      sync.WaitGroup
 	latency latency
 	admin   adminServer
+	// metrics are what the metrics and admin ports serve at /metrics;
+	// counts are the counters they read that no other part keeps;
+	// metricsPort is the port of metricsProvider.httpPort.
+	metrics     *metrics.Registry
+	counts      counts
+	metricsPort adminServer
+	// starting is set while New replays the data directory.
+	starting atomic.Bool
 }
 
 // New opens the data directory, replays snapshot and log into the state
@@ -196,6 +205,9 @@ func New(cfg config.Config, logger *slog.Logger) (*Server, error) {
 				"section", cfg.SASLServerSection)
 		}
 	}
+	s.metrics = s.newMetrics()
+	s.starting.Store(true)
+	defer s.starting.Store(false)
 	s.tracker = session.NewTracker(cfg.TickTime, s.started)
 	s.ids = session.NewGenerator(cfg.ServerID, s.started)
 	for _, dir := range []string{cfg.DataDir, cfg.DataLogDir} {
@@ -219,6 +231,7 @@ func New(cfg config.Config, logger *slog.Logger) (*Server, error) {
 	if testHookStorage != nil {
 		store = testHookStorage(disk)
 	}
+	store = measuredStorage{Storage: store, s: s}
 	var transport *peer.Transport
 	if !cfg.Standalone {
 		if transport, err = s.newTransport(); err != nil {
@@ -264,6 +277,11 @@ func New(cfg config.Config, logger *slog.Logger) (*Server, error) {
 		}
 		s.transport = transport
 		transport.Start()
+	}
+	select {
+	case <-node.Replayed():
+		s.metrics.Summary(metrics.DBInitTime).Observe(ms(time.Since(s.started)))
+	default:
 	}
 	// Sessions alive before a restart get a fresh full timeout to
 	// reconnect, as ZooKeeper gives them after a leader change.
@@ -459,6 +477,10 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	defer s.stopAdmin()
+	if err := s.startMetrics(); err != nil {
+		return err
+	}
+	defer s.stopMetrics()
 	lns, err := s.listen()
 	if err != nil {
 		return err
@@ -607,8 +629,10 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn, mode connMode) {
 		LinearizableReads:  s.cfg.LinearizableReads,
 		EnforceAuthSchemes: s.cfg.EnforceAuthSchemes,
 		AllowSASLFailed:    s.cfg.AllowSASLFailedClients,
-		Observe:            s.latency.observe,
-		Received:           s.latency.packet,
+		Observe:            s.observeReply,
+		Received:           s.observeRequest,
+		Notified:           func(n int) { s.metrics.Counter(metrics.WatchBytes).Add(float64(n)) },
+		AuthFailed:         func() { s.counts.authFailed.Add(1) },
 	})
 }
 
@@ -631,7 +655,10 @@ func (s *Server) startTLS(ctx context.Context, nc net.Conn, mode connMode) (net.
 		}
 	}
 	tc := tls.Server(nc, s.tls)
-	if err := tc.HandshakeContext(ctx); err != nil {
+	s.counts.tlsHandshaking.Add(1)
+	err := tc.HandshakeContext(ctx)
+	s.counts.tlsHandshaking.Add(-1)
+	if err != nil {
 		s.log.Info("TLS handshake failed", "remote", nc.RemoteAddr().String(), "err", err)
 		s.tlsFailures.Add(1)
 		return nc, false
@@ -664,6 +691,7 @@ func (s *Server) admit(nc net.Conn) bool {
 	defer s.smu.Unlock()
 	if limit := s.cfg.MaxClientCnxns; limit > 0 && s.perIP[host] >= limit {
 		s.log.Warn("too many connections from one address", "addr", host, "max", limit)
+		s.metrics.Counter(metrics.ConnectionRejected).Inc()
 		nc.Close()
 		return false
 	}
@@ -694,6 +722,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.closeMu.Unlock()
 	s.stopAdmin()
+	s.stopMetrics()
 	s.smu.Lock()
 	for c := range s.conns {
 		c.Close()
@@ -799,6 +828,10 @@ func (sm *stateMachine) Apply(ents []raftpb.Entry) {
 		res := s.fsm.Apply(ent.Index, e)
 		if len(res.Events) > 0 {
 			s.notify(res)
+			s.observeWrites(res.Events)
+		}
+		if e.Time > 0 {
+			s.observeApplied(time.UnixMilli(e.Time), e.Origin == s.id, s.counts.leaderSince.Load() != 0)
 		}
 		switch e.Type {
 		case fsm.EntryCreateSession:
@@ -858,7 +891,9 @@ func (s *Server) notify(res fsm.Result) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	for _, ev := range res.Events {
-		for _, d := range s.watches.Trigger(ev.Type, ev.Path) {
+		fired := s.watches.Trigger(ev.Type, ev.Path)
+		s.observeWatches(ev.Type, len(fired))
+		for _, d := range fired {
 			// A one-shot watch is spent even when its event is withheld.
 			if tree.CheckACL(ev.ACL, proto.PermRead, d.Watcher.Auth(), s.fsm.ReadRules()) {
 				d.Watcher.Notify(d.Event)
@@ -887,9 +922,18 @@ func (sm *stateMachine) BeginSnapshot() func(io.Writer) error {
 
 func (sm *stateMachine) Restore(r io.Reader) error {
 	s := (*Server)(sm)
+	start := time.Now()
 	f, err := fsm.Restore(fsmOptions(s.cfg), r)
 	if err != nil {
 		return err
+	}
+	switch took := ms(time.Since(start)); {
+	case s.starting.Load():
+		s.metrics.Summary(metrics.StartupSnapLoadTime).Observe(took)
+	case s.observer():
+		s.metrics.Summary(metrics.ObserverSyncTime).Observe(took)
+	default:
+		s.metrics.Summary(metrics.FollowerSyncTime).Observe(took)
 	}
 	s.mu.Lock()
 	s.fsm = f

@@ -1,6 +1,9 @@
 package admin
 
-import "time"
+import (
+	"io"
+	"time"
+)
 
 // Backend is the running server the admin commands describe. Every method
 // may be called from several goroutines at once, while the server works;
@@ -16,9 +19,14 @@ type Backend interface {
 	ReadOnly() bool
 	// Monitor returns what the four-letter word mntr reports, in its
 	// order: each name without mntr's "zk_" prefix, each value as mntr
-	// prints it. The monitor command and /metrics serve these values;
-	// server_stats reads its numbers from them too, so all three agree.
+	// prints it. The monitor command serves these values; server_stats
+	// reads its numbers from them too, so both agree.
 	Monitor() []Metric
+	// Metrics writes the server's metrics in Prometheus's text format.
+	Metrics(w io.Writer) error
+	// Ready reports whether the server serves clients with a quorum
+	// behind it, and when not, why not, in a few words.
+	Ready() (ready bool, reason string)
 	// LastZxid returns the zxid of the last applied transaction.
 	LastZxid() int64
 	// Connections describes the client connections with a session.

@@ -54,6 +54,9 @@ func TestDefault(t *testing.T) {
 		AdminServerPort:          8080,
 		AdminServerAddress:       "0.0.0.0",
 		AdminCommandURL:          "/commands",
+		MetricsProviderHTTPHost:  "0.0.0.0",
+		MetricsProviderHTTPPort:  7000,
+		MetricsProviderExportJVM: true,
 		ContainerCheckInterval:   time.Minute,
 		ContainerMaxPerMinute:    10000,
 		Standalone:               true,
@@ -126,7 +129,11 @@ admin.serverAddress=127.0.0.1
 admin.commandURL=/admin/commands
 admin.pprof=true
 linearizableReads=true
-metricsProvider.httpPort=7000
+metricsProvider.className=org.apache.zookeeper.metrics.prometheus.PrometheusMetricsProvider
+metricsProvider.httpHost=[::1]
+metricsProvider.httpPort=7001
+metricsProvider.exportJvmInfo=false
+metricsProvider.numWorkerThreads=4
 znode.container.checkIntervalMs=1500
 znode.container.maxPerMinute=600
 standaloneEnabled=true
@@ -158,7 +165,9 @@ standaloneEnabled=true
 		AdminCommandURL:          "/admin/commands",
 		AdminPprof:               true,
 		LinearizableReads:        true,
-		MetricsProviderHTTPPort:  7000,
+		PrometheusMetrics:        true,
+		MetricsProviderHTTPHost:  "::1",
+		MetricsProviderHTTPPort:  7001,
 		ContainerCheckInterval:   1500 * time.Millisecond,
 		ContainerMaxPerMinute:    600,
 		Standalone:               true,
@@ -293,6 +302,8 @@ func TestParseInvalidValues(t *testing.T) {
 		{"admin.commandURL=/a?b", `admin.commandURL: "/a?b" is not a URL path such as /commands`},
 		{"admin.pprof=on", `admin.pprof: "on" is not true or false`},
 		{"metricsProvider.httpPort=http", `metricsProvider.httpPort: "http" is not a port number (1-65535)`},
+		{"metricsProvider.className=com.example.Metrics", `metricsProvider.className: "com.example.Metrics" is not a metrics provider Collie has: it serves org.apache.zookeeper.metrics.prometheus.PrometheusMetricsProvider's metrics, or none with org.apache.zookeeper.metrics.impl.DefaultMetricsProvider or org.apache.zookeeper.metrics.impl.NullMetricsProvider`},
+		{"metricsProvider.exportJvmInfo=maybe", `metricsProvider.exportJvmInfo: "maybe" is not true or false`},
 		{"znode.container.checkIntervalMs=0", `znode.container.checkIntervalMs: "0" is not a positive number of milliseconds`},
 		{"znode.container.maxPerMinute=-1", `znode.container.maxPerMinute: "-1" is not a positive number of containers`},
 		{"DigestAuthenticationProvider.superDigest=super", `DigestAuthenticationProvider.superDigest: "super" is not of the form user:base64(sha1("user:password"))`},
@@ -345,11 +356,10 @@ func TestParseUnknownKeys(t *testing.T) {
 tickTme=2000
 serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory
 dynamicConfigFile=/etc/zookeeper/zoo.cfg.dynamic
-metricsProvider.className=org.apache.zookeeper.metrics.prometheus.PrometheusMetricsProvider
 tickTme=3000
 zookeeper.extendedTypesEnabled=true
 `)
-	want := []string{"dynamicConfigFile", "metricsProvider.className", "tickTme", "zookeeper.extendedTypesEnabled"}
+	want := []string{"dynamicConfigFile", "tickTme", "zookeeper.extendedTypesEnabled"}
 	if !slices.Equal(c.Unknown, want) {
 		t.Errorf("Unknown = %q, want %q", c.Unknown, want)
 	}
@@ -561,7 +571,7 @@ func TestValidate(t *testing.T) {
 			`DigestAuthenticationProvider.superDigest "super" is not of the form user:base64(sha1("user:password"))`},
 		{"admin port", func(c *Config) { c.AdminServerPort = 0 }, "admin.serverPort 0 is not a port number (1-65535)"},
 		{"admin command URL", func(c *Config) { c.AdminCommandURL = "commands" }, `admin.commandURL "commands" is not a URL path such as /commands`},
-		{"metrics port", func(c *Config) { c.MetricsProviderHTTPPort = -1 }, "metricsProvider.httpPort -1 is not a port number (1-65535)"},
+		{"metrics port", func(c *Config) { c.PrometheusMetrics, c.MetricsProviderHTTPPort = true, -1 }, "metricsProvider.httpPort -1 is not a port number (1-65535)"},
 		{"container interval", func(c *Config) { c.ContainerCheckInterval = 0 }, "znode.container.checkIntervalMs must be at least 1 ms, not 0s"},
 		{"container rate", func(c *Config) { c.ContainerMaxPerMinute = 0 }, "znode.container.maxPerMinute must be at least 1, not 0"},
 		{"server id too large for TTL nodes", func(c *Config) {

@@ -193,8 +193,6 @@ func TestParseWarnsAboutKeysThatPromiseNothing(t *testing.T) {
 		"snapSizeLimitInKb=4194304",
 		"txnLogSizeLimitInKb=-1",
 		"maxResponseCacheSize=400",
-		"metricsProvider.className=org.apache.zookeeper.metrics.prometheus.PrometheusMetricsProvider",
-		"metricsProvider.httpHost=127.0.0.1",
 		"admin.idleTimeout=30000",
 		"quorumListenOnAllIPs=true",
 		"peerType=observer",
