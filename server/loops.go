@@ -21,6 +21,9 @@ func (s *Server) expireSessions(ctx context.Context) {
 	t := time.NewTicker(s.cfg.TickTime / 2)
 	defer t.Stop()
 	leading := s.node.IsLeader()
+	if leading && !s.cfg.Standalone {
+		s.counts.leaderSince.Store(time.Now().UnixNano())
+	}
 	leader := s.node.Leader()
 	// refused are expired sessions whose closing was refused for a full
 	// disk: the tracker hands a session out once, so they are kept here
