@@ -14,6 +14,7 @@ import (
 
 	"github.com/collie-io/collie/server/admin"
 	"github.com/collie-io/collie/server/tlsconfig"
+	"github.com/collie-io/collie/server/tree"
 )
 
 // adminServer is the place in a Server of an HTTP port: the admin
@@ -324,4 +325,16 @@ func (a *adminBackend) ResetConnectionStats() {
 	for _, c := range (*Server)(a).connections() {
 		c.ResetStats()
 	}
+}
+
+func (a *adminBackend) TraceMask() int64 { return a.traceMask.Load() }
+
+func (a *adminBackend) SetTraceMask(mask int64) { a.traceMask.Store(mask) }
+
+func (a *adminBackend) Digests() []admin.Digest {
+	var out []admin.Digest
+	for _, d := range (*Server)(a).digests() {
+		out = append(out, admin.Digest{Zxid: d.Zxid, Version: tree.DigestVersion, Digest: d.Digest})
+	}
+	return out
 }

@@ -143,6 +143,10 @@ type Server struct {
 	metricsPort adminServer
 	// starting is set while New replays the data directory.
 	starting atomic.Bool
+	// traceMask is what gtmk reports and stmk sets. ZooKeeper's selects
+	// what it traces; Collie traces requests at the debug log level, and
+	// keeps the mask for the tools that set and read it.
+	traceMask atomic.Int64
 }
 
 // New opens the data directory, replays snapshot and log into the state
@@ -206,6 +210,7 @@ func New(cfg config.Config, logger *slog.Logger) (*Server, error) {
 		}
 	}
 	s.metrics = s.newMetrics()
+	s.traceMask.Store(defaultTraceMask)
 	s.starting.Store(true)
 	defer s.starting.Store(false)
 	s.tracker = session.NewTracker(cfg.TickTime, s.started)

@@ -50,6 +50,12 @@ type Backend interface {
 	// LastSnapshot describes the newest snapshot on disk; ok is false when
 	// there is none.
 	LastSnapshot() (snap Snapshot, ok bool)
+	// TraceMask returns the trace mask (gtmk); SetTraceMask sets it (stmk).
+	TraceMask() int64
+	SetTraceMask(mask int64)
+	// Digests returns the digests of the tree kept for the hash command,
+	// oldest first.
+	Digests() []Digest
 	// ResetServerStats clears the latency and packet counters (srst).
 	ResetServerStats()
 	// ResetConnectionStats clears every connection's counters (crst).
@@ -119,6 +125,14 @@ type Watches struct {
 // Property is one key=value line.
 type Property struct {
 	Key, Value string
+}
+
+// Digest is the digest of the tree after the transaction Zxid, as
+// ZooKeeper's DigestCalculator of version Version computes it.
+type Digest struct {
+	Zxid    int64
+	Version int
+	Digest  int64
 }
 
 // Snapshot describes a snapshot file.

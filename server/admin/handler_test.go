@@ -17,6 +17,7 @@ import (
 type fakeBackend struct {
 	serverResets, connResets int
 	notServing, readOnly     bool
+	traceMask                int64
 }
 
 var epoch = time.UnixMilli(1700000000000)
@@ -81,6 +82,11 @@ func (f *fakeBackend) Ready() (bool, string) {
 		return false, "no leader"
 	}
 	return true, ""
+}
+func (f *fakeBackend) TraceMask() int64        { return f.traceMask }
+func (f *fakeBackend) SetTraceMask(mask int64) { f.traceMask = mask }
+func (f *fakeBackend) Digests() []Digest {
+	return []Digest{{Zxid: 0x80, Version: 2, Digest: 1371985504}}
 }
 func (f *fakeBackend) ResetServerStats()     { f.serverResets++ }
 func (f *fakeBackend) ResetConnectionStats() { f.connResets++ }

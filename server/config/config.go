@@ -206,6 +206,11 @@ type Config struct {
 	MetricsProviderHTTPPort  int    // metricsProvider.httpPort; 7000 as in ZooKeeper
 	MetricsProviderExportJVM bool   // metricsProvider.exportJvmInfo: Go runtime and process metrics here; true as in ZooKeeper
 
+	// DigestEnabled keeps the digest log the hash command lists
+	// (digest.enabled, ZooKeeper's zookeeper.digest.enabled property);
+	// true as in ZooKeeper 3.8.
+	DigestEnabled bool
+
 	ContainerCheckInterval time.Duration // znode.container.checkIntervalMs
 	ContainerMaxPerMinute  int           // znode.container.maxPerMinute
 
@@ -325,6 +330,7 @@ func defaults() Config {
 		MetricsProviderHTTPHost:  "0.0.0.0",
 		MetricsProviderHTTPPort:  defaultMetricsPort,
 		MetricsProviderExportJVM: true,
+		DigestEnabled:            true,
 		ContainerCheckInterval:   defaultContainerCheck,
 		ContainerMaxPerMinute:    defaultContainerPerMin,
 		Standalone:               true,
@@ -509,6 +515,8 @@ func (p *parser) set(key, value string, line int) {
 		c.LinearizableReads, err = boolean(key, value)
 	case "readonlymode.enabled", "zookeeper.readonlymode.enabled":
 		c.ReadOnlyMode, err = boolean(key, value)
+	case "digest.enabled", "zookeeper.digest.enabled":
+		c.DigestEnabled, err = boolean(key, value)
 	case "metricsProvider.className":
 		c.PrometheusMetrics, err = metricsProvider(key, value)
 	case "metricsProvider.httpHost":

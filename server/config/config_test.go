@@ -57,6 +57,7 @@ func TestDefault(t *testing.T) {
 		MetricsProviderHTTPHost:  "0.0.0.0",
 		MetricsProviderHTTPPort:  7000,
 		MetricsProviderExportJVM: true,
+		DigestEnabled:            true,
 		ContainerCheckInterval:   time.Minute,
 		ContainerMaxPerMinute:    10000,
 		Standalone:               true,
@@ -134,6 +135,7 @@ metricsProvider.httpHost=[::1]
 metricsProvider.httpPort=7001
 metricsProvider.exportJvmInfo=false
 metricsProvider.numWorkerThreads=4
+zookeeper.digest.enabled=false
 znode.container.checkIntervalMs=1500
 znode.container.maxPerMinute=600
 standaloneEnabled=true

@@ -199,7 +199,6 @@ func TestParseWarnsAboutKeysThatPromiseNothing(t *testing.T) {
 		"syncEnabled=true",
 		"localSessionsUpgradingEnabled=true",
 		"emulate353TTLNodes=true",
-		"digest.enabled=true",
 		"snapshot.compression.method=gz",
 		"sslQuorumX=true",
 	}

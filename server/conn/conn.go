@@ -66,8 +66,10 @@ type Backend interface {
 	// got a session.
 	Detach(c *Conn)
 	// FourLetter answers a four-letter word, or returns false if it is not
-	// one or is not allowed.
-	FourLetter(cmd string) (string, bool)
+	// one or is not allowed. arg reads the 8-byte argument that follows
+	// stmk on the connection (false when it cannot); a backend calls it
+	// only for stmk, once it has allowed it.
+	FourLetter(cmd string, arg func() (int64, bool)) (string, bool)
 }
 
 // A Reader answers requests that do not go through the log (reads,

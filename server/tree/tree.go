@@ -120,6 +120,9 @@ type Tree struct {
 	// dataSize is the sum of the lengths of every path and every node's data,
 	// as ZooKeeper's approximate data size.
 	dataSize int64
+	// digest is ZooKeeper's digest of the tree (see Digest).
+	// Invariant: the sum of nodeDigest over every node.
+	digest uint64
 
 	// journal, when non-nil, records how to undo each mutation.
 	journal *[]undo
@@ -155,6 +158,7 @@ func New(extended bool) *Tree {
 	t.root = &Node{Data: empty, acl: t.acls.intern(OpenACL)}
 	t.acls.acquire(t.root.acl)
 	t.count = 1
+	t.afterChange("/", t.root)
 	zk := &Node{Data: empty, acl: t.acls.intern(OpenACL)}
 	t.insert(t.root, ZookeeperPath, zk)
 	t.insert(zk, QuotaPath, &Node{Data: empty, acl: t.acls.intern(OpenACL)})
@@ -229,6 +233,7 @@ func (t *Tree) insert(parent *Node, path string, n *Node) {
 	t.count++
 	t.dataSize += int64(len(path) + len(n.Data))
 	t.index(path, n)
+	t.afterChange(path, n)
 }
 
 // unlink removes n, a leaf, from parent and from the indexes.
@@ -237,6 +242,7 @@ func (t *Tree) unlink(parent *Node, path string, n *Node) {
 		t.restoreParent = nil
 	}
 	delete(parent.children, proto.Base(path))
+	t.beforeChange(path, n)
 	t.acls.release(n.acl)
 	t.count--
 	t.dataSize -= int64(len(path) + len(n.Data))
@@ -290,6 +296,8 @@ func (t *Tree) Create(path string, data []byte, acl []proto.ACL, owner int64, zx
 	t.preserve(parent)
 	t.preserveChildren(parent)
 	t.record(undo{kind: undoCreate, path: path, parentCversion: parent.Cversion, parentPzxid: parent.Pzxid})
+	parentPath := proto.Parent(path)
+	t.beforeChange(parentPath, parent)
 	n := &Node{
 		Data: data, acl: t.acls.intern(acl),
 		Czxid: zxid, Mzxid: zxid, Pzxid: zxid,
@@ -299,6 +307,7 @@ func (t *Tree) Create(path string, data []byte, acl []proto.ACL, owner int64, zx
 	t.insert(parent, path, n)
 	parent.Cversion++
 	parent.Pzxid = zxid
+	t.afterChange(parentPath, parent)
 	return n
 }
 
@@ -315,9 +324,12 @@ func (t *Tree) Delete(path string, zxid int64) {
 	t.preserve(parent)
 	t.preserveChildren(parent)
 	t.record(undo{kind: undoDelete, path: path, node: n, parentCversion: parent.Cversion, parentPzxid: parent.Pzxid})
+	parentPath := proto.Parent(path)
+	t.beforeChange(parentPath, parent)
 	if zxid > parent.Pzxid {
 		parent.Pzxid = zxid
 	}
+	t.afterChange(parentPath, parent)
 	t.unlink(parent, path, n)
 }
 
@@ -326,11 +338,13 @@ func (t *Tree) SetData(path string, data []byte, version int32, zxid, time int64
 	n := t.lookup(path)
 	t.preserve(n)
 	t.record(undo{kind: undoSetData, path: path, data: n.Data, version: n.Version, mzxid: n.Mzxid, mtime: n.Mtime})
+	t.beforeChange(path, n)
 	t.dataSize += int64(len(data) - len(n.Data))
 	n.Data = data
 	n.Version = version
 	n.Mzxid = zxid
 	n.Mtime = time
+	t.afterChange(path, n)
 	return n
 }
 
@@ -339,8 +353,10 @@ func (t *Tree) SetACL(path string, acl []proto.ACL, aversion int32) *Node {
 	n := t.lookup(path)
 	t.preserve(n)
 	t.record(undo{kind: undoSetACL, path: path, acl: n.acl, version: n.Aversion})
+	t.beforeChange(path, n)
 	t.setACL(n, t.acls.intern(acl))
 	n.Aversion = aversion
+	t.afterChange(path, n)
 	return n
 }
 
@@ -469,6 +485,8 @@ func (t *Tree) InternACL(acl []proto.ACL) ACLRef { return t.acls.intern(acl) }
 func (t *Tree) Restore(path string, n *Node, acl ACLRef) error {
 	n.acl = acl
 	if path == "/" {
+		t.beforeChange(path, t.root)
+		t.afterChange(path, n)
 		n.children = t.root.children
 		t.dataSize += int64(len(n.Data) - len(t.root.Data))
 		t.acls.acquire(acl)
@@ -492,6 +510,8 @@ func (t *Tree) Restore(path string, n *Node, acl ACLRef) error {
 		// A node replaced may be the remembered parent.
 		t.restoreParent = nil
 		n.children = old.children
+		t.beforeChange(path, old)
+		t.afterChange(path, n)
 		t.dataSize += int64(len(n.Data) - len(old.Data))
 		t.acls.acquire(acl)
 		t.acls.release(old.acl)
