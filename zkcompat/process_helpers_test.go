@@ -202,6 +202,12 @@ func runCollie(t *testing.T, dir string, args ...string) (int, string) {
 
 // fourLetterWord sends a four-letter word and returns the whole reply.
 func fourLetterWord(addr, word string) (string, error) {
+	return sendFourLetter(addr, []byte(word))
+}
+
+// sendFourLetter sends msg, a four-letter word and what follows it, and
+// returns the whole reply.
+func sendFourLetter(addr string, msg []byte) (string, error) {
 	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
 		return "", err
@@ -210,7 +216,7 @@ func fourLetterWord(addr, word string) (string, error) {
 	if err := c.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
 		return "", err
 	}
-	if _, err := io.WriteString(c, word); err != nil {
+	if _, err := c.Write(msg); err != nil {
 		return "", err
 	}
 	b, err := io.ReadAll(c)

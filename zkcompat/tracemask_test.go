@@ -3,8 +3,6 @@ package zkcompat
 import (
 	"encoding/binary"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -18,20 +16,7 @@ import (
 
 // stmk sends stmk with its 8-byte mask and returns the reply.
 func stmk(addr string, mask int64) (string, error) {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	if err := c.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
-		return "", err
-	}
-	msg := binary.BigEndian.AppendUint64([]byte("stmk"), uint64(mask))
-	if _, err := c.Write(msg); err != nil {
-		return "", err
-	}
-	b, err := io.ReadAll(c)
-	return string(b), err
+	return sendFourLetter(addr, binary.BigEndian.AppendUint64([]byte("stmk"), uint64(mask)))
 }
 
 // hashLine is a line of hash: a zxid in hex and a digest.
