@@ -141,6 +141,8 @@ type Server struct {
 	metrics     *metrics.Registry
 	counts      counts
 	metricsPort adminServer
+	// disk is the storage of the node, for the scheduled purge.
+	disk *storage.Disk
 	// starting is set while New replays the data directory.
 	starting atomic.Bool
 	// traceMask is what gtmk reports and stmk sets. ZooKeeper's selects
@@ -231,6 +233,10 @@ func New(cfg config.Config, logger *slog.Logger) (*Server, error) {
 	disk, err := storage.OpenDisk(filepath.Join(cfg.DataLogDir, "wal"), filepath.Join(cfg.DataDir, "snap"), who, cfg.AutopurgeSnapRetainCount, cfg.PreAllocSize, logger)
 	if err != nil {
 		return nil, fmt.Errorf("server: open storage: %w", s.damaged(err))
+	}
+	s.disk = disk
+	if cfg.AutopurgePurgeInterval > 0 {
+		disk.PurgeOnSchedule()
 	}
 	var store replication.Storage = disk
 	if testHookStorage != nil {
@@ -524,6 +530,9 @@ func (s *Server) Run(ctx context.Context) error {
 		s.log.Info("serving clients", "addr", strings.Join(addrs, ","), "data_dir", s.cfg.DataDir)
 		s.wg.Go(func() { s.expireSessions(ctx) })
 		s.wg.Go(func() { s.sweepContainers(ctx) })
+		if s.cfg.AutopurgePurgeInterval > 0 {
+			s.wg.Go(func() { s.purgeOnSchedule(ctx) })
+		}
 		// What the start read and replayed (the snapshot's stream, the
 		// log's entries) is garbage now: hand it back to the system at
 		// once rather than over minutes, since a server is sized by its
