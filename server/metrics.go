@@ -32,6 +32,7 @@ type counts struct {
 	authFailed     atomic.Int64 // addauth and SASL failures
 	writeErrors    atomic.Int64 // log writes that failed for another reason than space
 	leaderSince    atomic.Int64 // Unix ns this server became leader; 0 while not leading
+	snapLoad       atomic.Int64 // ns the start took to load the snapshot
 	responses      bufferStats  // client reply sizes
 	proposals      bufferStats  // entry sizes this leader appended
 }

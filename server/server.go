@@ -291,7 +291,9 @@ func New(cfg config.Config, logger *slog.Logger) (*Server, error) {
 	}
 	select {
 	case <-node.Replayed():
-		s.metrics.Summary(metrics.DBInitTime).Observe(ms(time.Since(s.started)))
+		took := time.Since(s.started)
+		s.metrics.Summary(metrics.DBInitTime).Observe(ms(took))
+		s.metrics.Summary(metrics.StartupTxnsLoadTime).Observe(ms(took - time.Duration(s.counts.snapLoad.Load())))
 	default:
 	}
 	// Sessions alive before a restart get a fresh full timeout to
@@ -943,6 +945,7 @@ func (sm *stateMachine) Restore(r io.Reader) error {
 	}
 	switch took := ms(time.Since(start)); {
 	case s.starting.Load():
+		s.counts.snapLoad.Store(int64(time.Since(start)))
 		s.metrics.Summary(metrics.StartupSnapLoadTime).Observe(took)
 	case s.observer():
 		s.metrics.Summary(metrics.ObserverSyncTime).Observe(took)
