@@ -171,3 +171,34 @@ func TestParseRefuses(t *testing.T) {
 		t.Errorf("x = %v %v", v, ok)
 	}
 }
+
+// FuzzParse feeds Parse anything: it never panics, and what it accepts is
+// consistent: every sample belongs to a typed family by its name or the
+// name with a summary's suffix.
+func FuzzParse(f *testing.F) {
+	var b strings.Builder
+	r := New(Options{Read: func() Values {
+		return Values{Gauges: map[string]float64{"znode_count": 5}, GaugeSets: map[string]map[string]float64{QuotaCountLimitPerNamespace: {`a"b\c`: 1}}}
+	}})
+	r.SummarySet(WritePerNamespace).WithLabelValues("app").Observe(3)
+	if err := r.Write(&b); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b.String())
+	f.Add("# TYPE x summary\nx{quantile=\"0.5\"} NaN\nx_count 0\n")
+	f.Add("# TYPE x gauge\nx{a=\"\\\"\\n\"} +Inf 17\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		families, err := Parse(strings.NewReader(text))
+		if err != nil {
+			return
+		}
+		for name, fam := range families {
+			for _, p := range fam.Points {
+				if p.Name != name && p.Name != name+"_sum" && p.Name != name+"_count" && p.Name != name+"_bucket" {
+					t.Errorf("sample %s in family %s", p.Name, name)
+				}
+			}
+			fam.LabelNames()
+		}
+	})
+}
