@@ -180,7 +180,7 @@ func (s *Server) collieMetrics(membersWithLog int) []metrics.Sample {
 		{Name: "collie_wal_segments", Help: "Segment files of the write-ahead log.", Value: float64(segments)},
 		{Name: "collie_wal_write_errors_total", Help: "Appends or fsyncs of the log that failed for another reason than a full disk (each stops raft).", Counter: true, Value: float64(s.counts.writeErrors.Load())},
 		{Name: "collie_disk_full", Help: "1 while writes are refused because the disk holding the log is full.", Value: full},
-		{Name: "collie_ready", Help: "1 while /ready answers 200: the server serves clients with a quorum.", Value: boolGauge(s.readiness() == "")},
+		{Name: "collie_ready", Help: "1 while /ready answers 200: the server serves clients with a quorum.", Value: boolGauge(s.readiness(false) == "")},
 	}
 	if s.transport != nil {
 		out = append(out, metrics.Sample{Name: "collie_members_with_log", Help: "Voters on record as having held the log.", Value: float64(membersWithLog)})
@@ -239,8 +239,12 @@ func maxFDs() int64 {
 
 // readiness says why the server is not ready, or "" when it is: it serves
 // clients, and (in an ensemble) knows a leader it hears from and has
-// applied everything it knows to be committed.
-func (s *Server) readiness() string {
+// applied everything it knew to be committed when asked. Under writes a
+// member is always a few entries from applying the newest commit it
+// knows; with wait, readiness gives it up to a tenth of a tick (at least
+// 50 ms) to apply what was committed when asked, so that a member keeping
+// up is not reported behind.
+func (s *Server) readiness(wait bool) string {
 	switch {
 	case !s.ready.Load():
 		if s.cfg.Standalone {
@@ -254,17 +258,27 @@ func (s *Server) readiness() string {
 	case s.refusing.Load() || s.node.Leader() == 0:
 		return "no leader"
 	}
-	if st := s.node.Status(); st.Applied < st.Commit {
-		return fmt.Sprintf("applying the log: %d of %d committed entries applied", st.Applied, st.Commit)
+	st := s.node.Status()
+	if st.Applied >= st.Commit {
+		return ""
 	}
-	return ""
+	if wait {
+		deadline := time.Now().Add(max(s.cfg.TickTime/10, 50*time.Millisecond))
+		for time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+			if s.node.Status().Applied >= st.Commit {
+				return ""
+			}
+		}
+	}
+	return fmt.Sprintf("applying the log: %d of %d committed entries applied", s.node.Status().Applied, st.Commit)
 }
 
 // Metrics and Ready serve the admin and metrics ports.
 func (a *adminBackend) Metrics(w io.Writer) error { return a.metrics.Write(w) }
 
 func (a *adminBackend) Ready() (bool, string) {
-	reason := (*Server)(a).readiness()
+	reason := (*Server)(a).readiness(true)
 	return reason == "", reason
 }
 
