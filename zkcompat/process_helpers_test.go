@@ -202,12 +202,12 @@ func runCollie(t *testing.T, dir string, args ...string) (int, string) {
 
 // fourLetterWord sends a four-letter word and returns the whole reply.
 func fourLetterWord(addr, word string) (string, error) {
-	return sendFourLetter(addr, []byte(word))
+	return sendFourLetter(addr, []byte(word), false)
 }
 
-// sendFourLetter sends msg, a four-letter word and what follows it, and
-// returns the whole reply.
-func sendFourLetter(addr string, msg []byte) (string, error) {
+// sendFourLetter sends msg, a four-letter word and what follows it, then
+// with closeWrite says it will send no more, and returns the whole reply.
+func sendFourLetter(addr string, msg []byte, closeWrite bool) (string, error) {
 	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
 		return "", err
@@ -218,6 +218,11 @@ func sendFourLetter(addr string, msg []byte) (string, error) {
 	}
 	if _, err := c.Write(msg); err != nil {
 		return "", err
+	}
+	if closeWrite {
+		if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+			return "", err
+		}
 	}
 	b, err := io.ReadAll(c)
 	return string(b), err

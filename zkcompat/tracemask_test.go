@@ -16,7 +16,7 @@ import (
 
 // stmk sends stmk with its 8-byte mask and returns the reply.
 func stmk(addr string, mask int64) (string, error) {
-	return sendFourLetter(addr, binary.BigEndian.AppendUint64([]byte("stmk"), uint64(mask)))
+	return sendFourLetter(addr, binary.BigEndian.AppendUint64([]byte("stmk"), uint64(mask)), false)
 }
 
 // hashLine is a line of hash: a zxid in hex and a digest.
@@ -46,6 +46,13 @@ func TestTraceMaskAndHashLikeZooKeeper(t *testing.T) {
 		}
 		if got, err := fourLetterWord(addr, "gtmk"); err != nil || got != "511" {
 			t.Errorf("%s: gtmk after stmk = %q %v, want 511", name, got, err)
+		}
+		// A mask cut short sets nothing and gets no answer.
+		if got, err := sendFourLetter(addr, []byte("stmk\x00\x01"), true); got != "" {
+			t.Errorf("%s: stmk with 2 bytes of its mask = %q %v, want nothing", name, got, err)
+		}
+		if got, err := fourLetterWord(addr, "gtmk"); err != nil || got != "511" {
+			t.Errorf("%s: gtmk after a short stmk = %q %v, want 511 still", name, got, err)
 		}
 		if got, err := fourLetterWord(addr, "hash"); err != nil || got != "" {
 			t.Errorf("%s: hash before 128 transactions = %q %v, want nothing", name, got, err)
