@@ -92,7 +92,9 @@ func (s *Server) newMetrics() *metrics.Registry {
 }
 
 // metricValues reads the gauges: ZooKeeper's from what mntr reports, so
-// both agree, and those of the role this server has now.
+// both agree, and those of the role this server has now. mntr's collie_
+// lines, without the zk_ prefix, are left out: Collie's own metrics below
+// say the same with labels.
 func (s *Server) metricValues() metrics.Values {
 	v := metrics.Values{Gauges: map[string]float64{}}
 	role := ""
@@ -135,12 +137,6 @@ func (s *Server) metricValues() metrics.Values {
 		g["synced_observers"] = 0
 	case "observer":
 		g["quorum_size"] = float64(len(voters))
-	}
-	// Collie's own lines of mntr are its own metrics below.
-	for name := range g {
-		if strings.HasPrefix(name, "collie_") {
-			delete(g, name)
-		}
 	}
 	s.mu.RLock()
 	t := s.fsm.Tree()

@@ -143,7 +143,7 @@ func New(opts Options) *Registry {
 		r.reg.MustRegister(c)
 	}
 	if opts.Read != nil {
-		r.reg.MustRegister(&gauges{read: opts.Read, member: opts.Member})
+		r.reg.MustRegister(&gauges{read: opts.Read, member: opts.Member, declared: r.declared})
 	}
 	if opts.Runtime {
 		r.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -245,6 +245,10 @@ func (r *Registry) Serve(w http.ResponseWriter) {
 type gauges struct {
 	read   func() Values
 	member string
+	// declared are the registry's own families: a gauge of Values by
+	// one of their names (mntr's unsuccessful_handshake, a counter here)
+	// is left out.
+	declared map[string]string
 }
 
 // Describe sends nothing: the gauges come and go with the server's role,
@@ -254,6 +258,9 @@ func (g *gauges) Describe(chan<- *prometheus.Desc) {}
 func (g *gauges) Collect(ch chan<- prometheus.Metric) {
 	v := g.read()
 	for name, value := range v.Gauges {
+		if _, ok := g.declared[name]; ok {
+			continue
+		}
 		ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(name, name, nil, nil), prometheus.GaugeValue, value)
 	}
 	for name, set := range v.GaugeSets {

@@ -24,7 +24,7 @@ func scrape(t *testing.T, r *Registry) map[string]*Family {
 func TestZooKeeperKinds(t *testing.T) {
 	r := New(Options{Member: "3", Read: func() Values {
 		return Values{
-			Gauges:    map[string]float64{"znode_count": 5},
+			Gauges:    map[string]float64{"znode_count": 5, UnsuccessfulHandshake: 9},
 			GaugeSets: map[string]map[string]float64{QuotaCountLimitPerNamespace: {"app": 10}},
 			Collie:    []Sample{{Name: "collie_raft_term", Help: "term", Value: 2}, {Name: "collie_member_lag", Help: "lag", Value: 1, Labels: []Label{{"peer", "2"}}}},
 		}
@@ -48,6 +48,8 @@ func TestZooKeeperKinds(t *testing.T) {
 		{FsyncTime, "summary", []string{"quantile"}, FsyncTime, []string{"quantile", "0.5"}, 1},
 		{WritePerNamespace, "summary", []string{"key", "quantile"}, WritePerNamespace + "_sum", []string{"key", "app"}, 20},
 		{CommitCount, "counter", nil, CommitCount, nil, 4},
+		// A gauge of Values by the name of a counter stays the counter.
+		{UnsuccessfulHandshake, "counter", nil, UnsuccessfulHandshake, nil, 0},
 		{"znode_count", "gauge", nil, "znode_count", nil, 5},
 		{QuotaCountLimitPerNamespace, "gauge", []string{"key"}, QuotaCountLimitPerNamespace, []string{"key", "app"}, 10},
 		{"collie_raft_term", "gauge", []string{"member"}, "collie_raft_term", []string{"member", "3"}, 2},
