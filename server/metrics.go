@@ -33,8 +33,11 @@ type counts struct {
 	writeErrors    atomic.Int64 // log writes that failed for another reason than space
 	leaderSince    atomic.Int64 // Unix ns this server became leader; 0 while not leading
 	snapLoad       atomic.Int64 // ns the start took to load the snapshot
-	responses      bufferStats  // client reply sizes
-	proposals      bufferStats  // entry sizes this leader appended
+	// plainRemote and plainLocal count the client connections without
+	// TLS, from other hosts and from the loopback address.
+	plainRemote, plainLocal atomic.Int64
+	responses               bufferStats // client reply sizes
+	proposals               bufferStats // entry sizes this leader appended
 }
 
 // bufferStats is ZooKeeper's BufferStats: the last, smallest and largest
@@ -64,6 +67,17 @@ func (b *bufferStats) read() (last, least, most int64) {
 		return -1, -1, -1
 	}
 	return b.last, b.least, b.most
+}
+
+// countPlaintext counts a client connection without TLS, as ZooKeeper's
+// Netty server counts them in non_mtls_remote_conn_count and
+// non_mtls_local_conn_count.
+func (s *Server) countPlaintext(nc net.Conn) {
+	if tcp, ok := nc.RemoteAddr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
+		s.counts.plainRemote.Add(1)
+		return
+	}
+	s.counts.plainLocal.Add(1)
 }
 
 // ms is a duration in milliseconds, ZooKeeper's unit for latencies,
@@ -115,10 +129,8 @@ func (s *Server) metricValues() metrics.Values {
 	g["last_client_response_size"], g["min_client_response_size"], g["max_client_response_size"] = float64(last), float64(least), float64(most)
 	g["outstanding_tls_handshake"] = float64(s.counts.tlsHandshaking.Load())
 	g["auth_failed_count"] = float64(s.counts.authFailed.Load())
-	// Counted by ZooKeeper for clients without a certificate when
-	// client certificates are wanted; Collie serves such clients too and
-	// does not count them.
-	g["non_mtls_remote_conn_count"], g["non_mtls_local_conn_count"] = 0, 0
+	g["non_mtls_remote_conn_count"] = float64(s.counts.plainRemote.Load())
+	g["non_mtls_local_conn_count"] = float64(s.counts.plainLocal.Load())
 	voters, _ := s.membership()
 	switch role {
 	case "leader":

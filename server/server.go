@@ -637,6 +637,9 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn, mode connMode) {
 			}
 		}
 	}
+	if _, isTLS := nc.(*tls.Conn); !isTLS {
+		s.countPlaintext(nc)
+	}
 	conn.Serve(ctx, nc, s, conn.Config{
 		CertIDs:            certIDs,
 		MaxBuffer:          s.cfg.JuteMaxBuffer,

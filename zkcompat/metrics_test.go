@@ -267,6 +267,11 @@ func TestMetricsMatchZooKeeperStandalone(t *testing.T) {
 	compareMetrics(t, "standalone", zkAfter, collieAfter)
 	checkWorkloadValues(t, "ZooKeeper", zkBefore, zkAfter, n)
 	checkWorkloadValues(t, "Collie", collieBefore, collieAfter, n)
+	// The workload's two sessions came without TLS from the loopback
+	// address (ZooKeeper counts these with its Netty server only).
+	if d := value(t, collieAfter, "non_mtls_local_conn_count") - value(t, collieBefore, "non_mtls_local_conn_count"); d < 2 {
+		t.Errorf("Collie: non_mtls_local_conn_count grew by %v with two plaintext connections", d)
+	}
 	for _, name := range []string{"learners", "quorum_size", "synced_observers"} {
 		if zkAfter[name] != nil || collieAfter[name] != nil {
 			t.Errorf("a standalone server serves %s: ZooKeeper %v, Collie %v", name, zkAfter[name] != nil, collieAfter[name] != nil)
