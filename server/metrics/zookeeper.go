@@ -18,10 +18,10 @@ const (
 // gauge sets ZooKeeperServer registers, in ServerMetrics' order. The
 // plain gauges depend on the role and come from Values.
 //
-// Collie observes those of them it has the machinery for (see Names in
-// the package documentation); the others stay at zero observations, which
-// is true of Collie: it has no prep, sync or commit processor queues, no
-// response cache, no JVM pauses.
+// Collie observes those of them it has the machinery for (the constants
+// below name them and say what Collie measures); the others stay at zero
+// observations, which is true of Collie: it has no prep, sync or commit
+// processor queues, no response cache, no JVM pauses.
 var zookeeperMetrics = []struct {
 	name string
 	kind kind
@@ -149,7 +149,8 @@ var zookeeperMetrics = []struct {
 	{QuotaBytesUsagePerNamespace, gaugeSet},
 }
 
-// The ZooKeeper metrics Collie observes, by their ZooKeeper names.
+// The ZooKeeper metrics Collie observes or reads, by their ZooKeeper
+// names, with what Collie measures for each.
 const (
 	FsyncTime                      = "fsynctime"                       // ms per WAL append and its fsync
 	SnapshotTime                   = "snapshottime"                    // ms per snapshot written
