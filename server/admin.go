@@ -14,9 +14,11 @@ import (
 
 	"github.com/collie-io/collie/server/admin"
 	"github.com/collie-io/collie/server/tlsconfig"
+	"github.com/collie-io/collie/server/tree"
 )
 
-// adminServer is the admin HTTP server's place in a Server. Run starts it
+// adminServer is the place in a Server of an HTTP port: the admin
+// server's, or the metrics port's. Run starts it
 // before the client listener, as ZooKeeper starts its AdminServer, and
 // Shutdown or the end of Run closes it. Its handlers read the server
 // through adminBackend, under the same locks as the four-letter words.
@@ -43,19 +45,51 @@ func (s *Server) startAdmin() error {
 		return err
 	}
 	addr := net.JoinHostPort(s.cfg.AdminServerAddress, strconv.Itoa(s.cfg.AdminServerPort))
-	s.admin.mu.Lock()
-	defer s.admin.mu.Unlock()
-	if s.admin.closed {
+	return s.admin.start(func() (*admin.Server, error) {
+		srv, err := admin.Listen(addr, h, https, s.log)
+		if err != nil {
+			return nil, fmt.Errorf("server: start the admin server on %s (set admin.serverPort, or admin.enableServer=false): %w", addr, err)
+		}
+		s.log.Info("serving admin commands", "addr", srv.Addr().String(), "command_url", s.cfg.AdminCommandURL, "pprof", s.cfg.AdminPprof,
+			"forceHttps", s.cfg.AdminForceHTTPS, "portUnification", s.cfg.AdminPortUnification, "needClientAuth", s.cfg.AdminNeedClientAuth)
+		return srv, nil
+	})
+}
+
+// start opens the port with open, unless stop came first.
+func (a *adminServer) start(open func() (*admin.Server, error)) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
 		return ErrServerClosed
 	}
-	srv, err := admin.Listen(addr, h, https, s.log)
+	srv, err := open()
 	if err != nil {
-		return fmt.Errorf("server: start the admin server on %s (set admin.serverPort, or admin.enableServer=false): %w", addr, err)
+		return err
 	}
-	s.admin.srv = srv
-	s.log.Info("serving admin commands", "addr", srv.Addr().String(), "command_url", s.cfg.AdminCommandURL, "pprof", s.cfg.AdminPprof,
-		"forceHttps", s.cfg.AdminForceHTTPS, "portUnification", s.cfg.AdminPortUnification, "needClientAuth", s.cfg.AdminNeedClientAuth)
+	a.srv = srv
 	return nil
+}
+
+// stop closes the port, if open, and waits for its goroutines.
+func (a *adminServer) stop() {
+	a.mu.Lock()
+	srv := a.srv
+	a.srv, a.closed = nil, true
+	a.mu.Unlock()
+	if srv != nil {
+		srv.Close()
+	}
+}
+
+// addr returns the port's address while it serves, or nil.
+func (a *adminServer) addr() net.Addr {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.srv == nil {
+		return nil
+	}
+	return a.srv.Addr()
 }
 
 // adminHTTPS reads the ssl.quorum.* stores for the admin server when it
@@ -86,25 +120,10 @@ func (s *Server) adminHTTPS() (*admin.HTTPS, error) {
 }
 
 // stopAdmin closes the admin server and waits for its goroutines.
-func (s *Server) stopAdmin() {
-	s.admin.mu.Lock()
-	srv := s.admin.srv
-	s.admin.srv, s.admin.closed = nil, true
-	s.admin.mu.Unlock()
-	if srv != nil {
-		srv.Close()
-	}
-}
+func (s *Server) stopAdmin() { s.admin.stop() }
 
 // AdminAddr returns the admin server's address while it serves, or nil.
-func (s *Server) AdminAddr() net.Addr {
-	s.admin.mu.Lock()
-	defer s.admin.mu.Unlock()
-	if s.admin.srv == nil {
-		return nil
-	}
-	return s.admin.srv.Addr()
-}
+func (s *Server) AdminAddr() net.Addr { return s.admin.addr() }
 
 // adminBackend is the Server as the admin commands see it. It answers
 // from what the four-letter words compute, so both report the same.
@@ -312,4 +331,16 @@ func (a *adminBackend) ResetConnectionStats() {
 	for _, c := range (*Server)(a).connections() {
 		c.ResetStats()
 	}
+}
+
+func (a *adminBackend) TraceMask() int64 { return a.traceMask.Load() }
+
+func (a *adminBackend) SetTraceMask(mask int64) { a.traceMask.Store(mask) }
+
+func (a *adminBackend) Digests() []admin.Digest {
+	var out []admin.Digest
+	for _, d := range (*Server)(a).digests() {
+		out = append(out, admin.Digest{Zxid: d.Zxid, Version: tree.DigestVersion, Digest: d.Digest})
+	}
+	return out
 }

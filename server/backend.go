@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto/rand"
+	"github.com/collie-io/collie/server/metrics"
 	"log/slog"
 	"slices"
 	"time"
@@ -33,6 +34,7 @@ func (s *Server) negotiate(requested time.Duration) time.Duration {
 // OpenSession creates a session through the log, or a read-only session
 // of this server alone while it is in read-only mode.
 func (s *Server) OpenSession(ctx context.Context, c *conn.Conn, requested time.Duration, readOnly bool) (conn.Session, error) {
+	s.metrics.Counter(metrics.ConnectionRequestCount).Inc()
 	if !s.ready.Load() {
 		return conn.Session{}, errNotServing
 	}
@@ -123,6 +125,7 @@ func checkPassword(secret []byte, sess fsm.Session, open bool, id int64, passwd 
 // election, within the session's timeout, as ZooKeeper's clients ride
 // through a leader change.
 func (s *Server) ResumeSession(ctx context.Context, c *conn.Conn, id int64, passwd []byte, requested time.Duration) (time.Duration, bool) {
+	s.metrics.Counter(metrics.ConnectionRequestCount).Inc()
 	if !s.ready.Load() || s.refusing.Load() {
 		// Not an expiry: the client must try another server.
 		c.Close()
@@ -487,6 +490,9 @@ func (s *Server) local(c *conn.Conn, op proto.OpCode, req proto.Record, auth []p
 		return conn.Reply{Err: proto.ErrUnimplemented}
 	}
 	resp, code := s.fsm.Read(c.Session(), op, req, auth)
+	if code == proto.OK {
+		s.observeRead(req, resp)
+	}
 	if path, kind, ok := watchOf(req, code); ok {
 		s.wmu.Lock()
 		s.watches.Add(c, path, kind)

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/collie-io/collie/server/metrics"
 	"io"
 	"maps"
 	"net"
@@ -386,6 +387,9 @@ func (s *Server) checkLeaderless(now time.Time, leader uint64) {
 		return
 	}
 	if leader != 0 {
+		if !s.leaderlessSince.IsZero() {
+			s.leaderKnown(now.Sub(s.leaderlessSince), leader == s.id)
+		}
 		s.leaderlessSince = time.Time{}
 		s.smu.Lock()
 		wasRefusing := s.refusing.Swap(false)
@@ -404,6 +408,7 @@ func (s *Server) checkLeaderless(now time.Time, leader uint64) {
 	}
 	if s.leaderlessSince.IsZero() {
 		s.leaderlessSince = now
+		s.metrics.Counter(metrics.LookingCount).Inc()
 		return
 	}
 	if now.Sub(s.leaderlessSince) < s.leaderlessLimit() || s.refusing.Load() {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/collie-io/collie/server/config"
 	"github.com/collie-io/collie/server/conn"
+	"github.com/collie-io/collie/server/fsm"
 	"github.com/collie-io/collie/server/session"
 )
 
@@ -79,9 +80,14 @@ func javaDouble(v float64) string {
 	return s
 }
 
+// defaultTraceMask is ZooKeeper's trace mask before any stmk: client
+// requests, server packets, sessions and warnings.
+const defaultTraceMask = 1<<1 | 1<<4 | 1<<5 | 1<<8
+
 // FourLetter answers the four-letter words allowed by
-// 4lw.commands.whitelist, in ZooKeeper's formats.
-func (s *Server) FourLetter(cmd string) (string, bool) {
+// 4lw.commands.whitelist, in ZooKeeper's formats; arg reads stmk's
+// argument.
+func (s *Server) FourLetter(cmd string, arg func() (int64, bool)) (string, bool) {
 	allowed := s.cfg.FourLetterWhitelist["*"] || s.cfg.FourLetterWhitelist[cmd] ||
 		// As in ZooKeeper: clients of read-only sessions look for a
 		// server that has its leader back with isro.
@@ -89,14 +95,30 @@ func (s *Server) FourLetter(cmd string) (string, bool) {
 	if !allowed {
 		return "", false
 	}
-	if !s.serving() && cmd != "ruok" && cmd != "isro" && cmd != "envi" {
-		// As ZooKeeper's server without a quorum: these three answer,
-		// the others only say so.
+	if !s.serving() && cmd != "ruok" && cmd != "isro" && cmd != "envi" && cmd != "gtmk" && cmd != "stmk" {
+		// As ZooKeeper's server without a quorum: these answer, the
+		// others only say so.
 		return notServing, true
 	}
 	switch cmd {
 	case "ruok":
 		return "imok", true
+	case "gtmk":
+		return strconv.FormatInt(s.traceMask.Load(), 10), true
+	case "stmk":
+		// ZooKeeper reads the mask's 8 bytes after the word and prints it
+		// back; without them it closes the connection unanswered.
+		if arg == nil {
+			return "", true
+		}
+		mask, ok := arg()
+		if !ok {
+			return "", true
+		}
+		s.traceMask.Store(mask)
+		return strconv.FormatInt(mask, 10), true
+	case "hash":
+		return s.hash(), true
 	case "srvr":
 		return s.srvr(false), true
 	case "stat":
@@ -449,3 +471,24 @@ func openFDs() int {
 }
 
 var buildDate = "1970-01-01 00:00 UTC"
+
+// hash lists the digest log as ZooKeeper's hash does: a line of the zxid
+// in hex and the tree's digest after it, for every 128th transaction.
+func (s *Server) hash() string {
+	var b strings.Builder
+	for _, d := range s.digests() {
+		fmt.Fprintf(&b, "%x: %d\n", d.Zxid, d.Digest)
+	}
+	return b.String()
+}
+
+func (s *Server) digests() []fsm.ZxidDigest {
+	if !s.cfg.DigestEnabled {
+		// As ZooKeeper with zookeeper.digest.enabled=false, which
+		// computes no digests.
+		return nil
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.fsm.Digests()
+}

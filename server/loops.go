@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/collie-io/collie/server/fsm"
+	"github.com/collie-io/collie/server/metrics"
 	"github.com/collie-io/collie/server/session"
 )
 
@@ -20,6 +21,9 @@ func (s *Server) expireSessions(ctx context.Context) {
 	t := time.NewTicker(s.cfg.TickTime / 2)
 	defer t.Stop()
 	leading := s.node.IsLeader()
+	if leading && !s.cfg.Standalone {
+		s.counts.leaderSince.Store(time.Now().UnixNano())
+	}
 	leader := s.node.Leader()
 	// refused are expired sessions whose closing was refused for a full
 	// disk: the tracker hands a session out once, so they are kept here
@@ -41,6 +45,12 @@ func (s *Server) expireSessions(ctx context.Context) {
 			s.smu.Lock()
 			s.tracker.ResetAll(now)
 			s.smu.Unlock()
+			if !s.cfg.Standalone {
+				s.counts.leaderSince.Store(now.UnixNano())
+			}
+		}
+		if !leading && wasLeading {
+			s.counts.leaderSince.Store(0)
 		}
 	}
 	for {
@@ -79,6 +89,7 @@ func (s *Server) expireSessions(ctx context.Context) {
 			expired, refused = append(refused, expired...), nil
 			for _, id := range expired {
 				s.log.Info("session expired", "session", id)
+				s.metrics.Counter(metrics.StaleSessionsExpired).Inc()
 				if !s.propose(&fsm.Entry{Type: fsm.EntryCloseSession, Session: int64(id)}, nil) {
 					refused = append(refused, id)
 				}
@@ -94,6 +105,45 @@ func (s *Server) sweepContainers(ctx context.Context) {
 	if interval <= 0 {
 		interval = time.Minute
 	}
+	s.every(ctx, interval, func(now time.Time) {
+		// The leader alone proposes the deletions, once each.
+		if !s.node.IsLeader() {
+			return
+		}
+		s.mu.RLock()
+		candidates := s.fsm.Tree().Candidates(now.UnixMilli())
+		s.mu.RUnlock()
+		limit := s.cfg.ContainerMaxPerMinute
+		if limit > 0 {
+			limit = max(1, int(int64(limit)*int64(interval)/int64(time.Minute)))
+		}
+		for i, path := range candidates {
+			if limit > 0 && i >= limit {
+				break
+			}
+			s.propose(&fsm.Entry{Type: fsm.EntryDeleteContainer, Body: []byte(path), Time: now.UnixMilli()}, nil)
+		}
+	})
+}
+
+// purgeOnSchedule removes, every autopurge.purgeInterval, the snapshots
+// beyond the newest autopurge.snapRetainCount and the log segments only
+// they needed, as ZooKeeper's DatadirCleanupManager does. A purge that
+// fails is logged and tried again at the next interval.
+func (s *Server) purgeOnSchedule(ctx context.Context) {
+	s.every(ctx, s.cfg.AutopurgePurgeInterval, func(time.Time) {
+		if err := s.disk.Purge(); err != nil {
+			s.log.Error("purging old snapshots and log segments failed; trying again at the next interval", "err", err,
+				"interval", s.cfg.AutopurgePurgeInterval)
+			return
+		}
+		s.log.Debug("purged old snapshots and log segments", "retain", s.cfg.AutopurgeSnapRetainCount)
+	})
+}
+
+// every calls f every interval, with the tick's time, until ctx ends or
+// the server closes.
+func (s *Server) every(ctx context.Context, interval time.Duration, f func(now time.Time)) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -103,23 +153,7 @@ func (s *Server) sweepContainers(ctx context.Context) {
 		case <-s.closing:
 			return
 		case now := <-t.C:
-			// The leader alone proposes the deletions, once each.
-			if !s.node.IsLeader() {
-				continue
-			}
-			s.mu.RLock()
-			candidates := s.fsm.Tree().Candidates(now.UnixMilli())
-			s.mu.RUnlock()
-			limit := s.cfg.ContainerMaxPerMinute
-			if limit > 0 {
-				limit = max(1, int(int64(limit)*int64(interval)/int64(time.Minute)))
-			}
-			for i, path := range candidates {
-				if limit > 0 && i >= limit {
-					break
-				}
-				s.propose(&fsm.Entry{Type: fsm.EntryDeleteContainer, Body: []byte(path), Time: now.UnixMilli()}, nil)
-			}
+			f(now)
 		}
 	}
 }

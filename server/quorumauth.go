@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/collie-io/collie/client/digestmd5"
+	"github.com/collie-io/collie/server/metrics"
 	"github.com/collie-io/collie/server/peer"
 	"github.com/collie-io/collie/server/sasl"
 )
@@ -36,12 +37,16 @@ func (s *Server) acceptPeerAuth(from uint64, asks bool) (peer.ServerExchange, *p
 	switch {
 	case asks:
 		users := func(user string) (string, bool) { p, ok := q.Users[user]; return p, ok }
-		return &peerExchange{DigestMD5: sasl.NewDigestMD5For(sasl.QuorumService, users, rand.Reader), from: from, to: s.id}, nil
+		return &peerExchange{DigestMD5: sasl.NewDigestMD5For(sasl.QuorumService, users, rand.Reader), from: from, to: s.id, s: s}, nil
 	case q.ServerRequireSASL:
+		s.metrics.Counter(metrics.EnsembleAuthFail).Inc()
 		return nil, &peer.Refusal{Reason: fmt.Sprintf(
 			"server %d requires the servers that connect to it to authenticate (quorum.auth.serverRequireSasl=true), and server %d did not: it needs quorum.auth.enableSasl=true and quorum.auth.learnerRequireSasl=true, and a QuorumLearner section in its JAAS file",
 			s.id, from)}
 	}
+	// As ZooKeeper's: a server that does not authenticate, taken
+	// because authentication is not required.
+	s.metrics.Counter(metrics.EnsembleAuthSkip).Inc()
 	return nil, nil
 }
 
@@ -51,10 +56,17 @@ func (s *Server) acceptPeerAuth(from uint64, asks bool) (peer.ServerExchange, *p
 type peerExchange struct {
 	*sasl.DigestMD5
 	from, to uint64
+	s        *Server
 }
 
 func (x *peerExchange) Next(token []byte) ([]byte, error) {
 	out, err := x.DigestMD5.Next(token)
+	switch {
+	case err != nil:
+		x.s.metrics.Counter(metrics.EnsembleAuthFail).Inc()
+	case x.Complete():
+		x.s.metrics.Counter(metrics.EnsembleAuthSuccess).Inc()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", &peer.Refusal{Reason: fmt.Sprintf(
 			"server %d refused the SASL authentication of server %d: the username and password of server %d's QuorumLearner section (quorum.auth.learner.saslLoginContext) must be a user_ of server %d's QuorumServer section",

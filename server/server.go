@@ -23,6 +23,7 @@ import (
 	"github.com/collie-io/collie/server/config"
 	"github.com/collie-io/collie/server/conn"
 	"github.com/collie-io/collie/server/fsm"
+	"github.com/collie-io/collie/server/metrics"
 	"github.com/collie-io/collie/server/peer"
 	"github.com/collie-io/collie/server/replication"
 	"github.com/collie-io/collie/server/session"
@@ -136,6 +137,20 @@ type Server struct {
 	wg      sync.WaitGroup
 	latency latency
 	admin   adminServer
+	// metrics are what the metrics and admin ports serve at /metrics;
+	// counts are the counters they read that no other part keeps;
+	// metricsPort is the port of metricsProvider.httpPort.
+	metrics     *metrics.Registry
+	counts      counts
+	metricsPort adminServer
+	// disk is the storage of the node, for the scheduled purge.
+	disk *storage.Disk
+	// starting is set while New replays the data directory.
+	starting atomic.Bool
+	// traceMask is what gtmk reports and stmk sets. ZooKeeper's selects
+	// what it traces; Collie traces requests at the debug log level, and
+	// keeps the mask for the tools that set and read it.
+	traceMask atomic.Int64
 }
 
 // New opens the data directory, replays snapshot and log into the state
@@ -199,6 +214,10 @@ func New(cfg config.Config, logger *slog.Logger) (*Server, error) {
 				"section", cfg.SASLServerSection)
 		}
 	}
+	s.metrics = s.newMetrics()
+	s.traceMask.Store(defaultTraceMask)
+	s.starting.Store(true)
+	defer s.starting.Store(false)
 	s.tracker = session.NewTracker(cfg.TickTime, s.started)
 	s.ids = session.NewGenerator(cfg.ServerID, s.started)
 	for _, dir := range []string{cfg.DataDir, cfg.DataLogDir} {
@@ -218,10 +237,15 @@ func New(cfg config.Config, logger *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: open storage: %w", s.damaged(err))
 	}
+	s.disk = disk
+	if cfg.AutopurgePurgeInterval > 0 {
+		disk.PurgeOnSchedule()
+	}
 	var store replication.Storage = disk
 	if testHookStorage != nil {
 		store = testHookStorage(disk)
 	}
+	store = measuredStorage{Storage: store, s: s}
 	var transport *peer.Transport
 	if !cfg.Standalone {
 		if transport, err = s.newTransport(); err != nil {
@@ -267,6 +291,13 @@ func New(cfg config.Config, logger *slog.Logger) (*Server, error) {
 		}
 		s.transport = transport
 		transport.Start()
+	}
+	select {
+	case <-node.Replayed():
+		took := time.Since(s.started)
+		s.metrics.Summary(metrics.DBInitTime).Observe(ms(took))
+		s.metrics.Summary(metrics.StartupTxnsLoadTime).Observe(ms(took - time.Duration(s.counts.snapLoad.Load())))
+	default:
 	}
 	// Sessions alive before a restart get a fresh full timeout to
 	// reconnect, as ZooKeeper gives them after a leader change.
@@ -462,6 +493,10 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	defer s.stopAdmin()
+	if err := s.startMetrics(); err != nil {
+		return err
+	}
+	defer s.stopMetrics()
 	lns, err := s.listen()
 	if err != nil {
 		return err
@@ -500,6 +535,9 @@ func (s *Server) Run(ctx context.Context) error {
 		s.log.Info("serving clients", "addr", strings.Join(addrs, ","), "data_dir", s.cfg.DataDir)
 		s.wg.Go(func() { s.expireSessions(ctx) })
 		s.wg.Go(func() { s.sweepContainers(ctx) })
+		if s.cfg.AutopurgePurgeInterval > 0 {
+			s.wg.Go(func() { s.purgeOnSchedule(ctx) })
+		}
 		// What the start read and replayed (the snapshot's stream, the
 		// log's entries) is garbage now: hand it back to the system at
 		// once rather than over minutes, since a server is sized by its
@@ -602,6 +640,9 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn, mode connMode) {
 			}
 		}
 	}
+	if _, isTLS := nc.(*tls.Conn); !isTLS {
+		s.countPlaintext(nc)
+	}
 	conn.Serve(ctx, nc, s, conn.Config{
 		CertIDs:            certIDs,
 		MaxBuffer:          s.cfg.JuteMaxBuffer,
@@ -610,8 +651,10 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn, mode connMode) {
 		LinearizableReads:  s.cfg.LinearizableReads,
 		EnforceAuthSchemes: s.cfg.EnforceAuthSchemes,
 		AllowSASLFailed:    s.cfg.AllowSASLFailedClients,
-		Observe:            s.latency.observe,
-		Received:           s.latency.packet,
+		Observe:            s.observeReply,
+		Received:           s.observeRequest,
+		Notified:           func(n int) { s.metrics.Counter(metrics.WatchBytes).Add(float64(n)) },
+		AuthFailed:         func() { s.counts.authFailed.Add(1) },
 	})
 }
 
@@ -634,7 +677,10 @@ func (s *Server) startTLS(ctx context.Context, nc net.Conn, mode connMode) (net.
 		}
 	}
 	tc := tls.Server(nc, s.tls)
-	if err := tc.HandshakeContext(ctx); err != nil {
+	s.counts.tlsHandshaking.Add(1)
+	err := tc.HandshakeContext(ctx)
+	s.counts.tlsHandshaking.Add(-1)
+	if err != nil {
 		s.log.Info("TLS handshake failed", "remote", nc.RemoteAddr().String(), "err", err)
 		s.tlsFailures.Add(1)
 		return nc, false
@@ -667,6 +713,7 @@ func (s *Server) admit(nc net.Conn) bool {
 	defer s.smu.Unlock()
 	if limit := s.cfg.MaxClientCnxns; limit > 0 && s.perIP[host] >= limit {
 		s.log.Warn("too many connections from one address", "addr", host, "max", limit)
+		s.metrics.Counter(metrics.ConnectionRejected).Inc()
 		nc.Close()
 		return false
 	}
@@ -697,6 +744,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.closeMu.Unlock()
 	s.stopAdmin()
+	s.stopMetrics()
 	s.smu.Lock()
 	for c := range s.conns {
 		c.Close()
@@ -802,6 +850,10 @@ func (sm *stateMachine) Apply(ents []raftpb.Entry) {
 		res := s.fsm.Apply(ent.Index, e)
 		if len(res.Events) > 0 {
 			s.notify(res)
+			s.observeWrites(res.Events)
+		}
+		if e.Time > 0 {
+			s.observeApplied(time.UnixMilli(e.Time), e.Origin == s.id, s.counts.leaderSince.Load() != 0)
 		}
 		switch e.Type {
 		case fsm.EntryCreateSession:
@@ -867,7 +919,9 @@ func (s *Server) notify(res fsm.Result) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	for _, ev := range res.Events {
-		for _, d := range s.watches.Trigger(ev.Type, ev.Path) {
+		fired := s.watches.Trigger(ev.Type, ev.Path)
+		s.observeWatches(ev.Type, len(fired))
+		for _, d := range fired {
 			// A one-shot watch is spent even when its event is withheld.
 			if tree.CheckACL(ev.ACL, proto.PermRead, d.Watcher.Auth(), s.fsm.ReadRules()) {
 				d.Watcher.Notify(d.Event)
@@ -896,9 +950,19 @@ func (sm *stateMachine) BeginSnapshot() func(io.Writer) error {
 
 func (sm *stateMachine) Restore(r io.Reader) error {
 	s := (*Server)(sm)
+	start := time.Now()
 	f, err := fsm.Restore(fsmOptions(s.cfg), r)
 	if err != nil {
 		return err
+	}
+	switch took := ms(time.Since(start)); {
+	case s.starting.Load():
+		s.counts.snapLoad.Store(int64(time.Since(start)))
+		s.metrics.Summary(metrics.StartupSnapLoadTime).Observe(took)
+	case s.observer():
+		s.metrics.Summary(metrics.ObserverSyncTime).Observe(took)
+	default:
+		s.metrics.Summary(metrics.FollowerSyncTime).Observe(took)
 	}
 	s.mu.Lock()
 	s.fsm = f

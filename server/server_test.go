@@ -452,14 +452,14 @@ func TestStatResetKeepsServing(t *testing.T) {
 	if _, err := c.Create("/before", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
-	out, ok := srv.Server().FourLetter("srst")
+	out, ok := srv.Server().FourLetter("srst", nil)
 	if !ok || !strings.Contains(out, "Server stats reset.") {
 		t.Fatalf("srst answered %q, %v", out, ok)
 	}
 	if _, _, err := c.Get("/before"); err != nil {
 		t.Fatalf("get after srst: %v", err)
 	}
-	out, _ = srv.Server().FourLetter("srvr")
+	out, _ = srv.Server().FourLetter("srvr", nil)
 	if !strings.Contains(out, "Received: 1") && !strings.Contains(out, "Received: 2") {
 		t.Fatalf("srvr after srst and one request counts from zero again:\n%s", out)
 	}

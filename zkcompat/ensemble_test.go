@@ -138,6 +138,13 @@ type processEnsemble struct {
 // lines extra, and waits until each serves.
 func startProcessEnsemble(t *testing.T, n int, tick time.Duration, extra ...string) *processEnsemble {
 	t.Helper()
+	return startProcessEnsembleEach(t, n, tick, func(int) []string { return extra })
+}
+
+// startProcessEnsembleEach is startProcessEnsemble with the extra zoo.cfg
+// lines of each server (0 to n-1) from extra.
+func startProcessEnsembleEach(t *testing.T, n int, tick time.Duration, extra func(i int) []string) *processEnsemble {
+	t.Helper()
 	root := t.TempDir()
 	e := &processEnsemble{addrs: make([]string, n), dirs: make([]string, n), procs: make([]*serverProcess, n)}
 	var lines []string
@@ -155,7 +162,7 @@ func startProcessEnsemble(t *testing.T, n int, tick time.Duration, extra ...stri
 		}
 		_, port, _ := strings.Cut(e.addrs[i], ":")
 		cfg := fmt.Sprintf("tickTime=%d\ndataDir=data\nclientPort=%s\nclientPortAddress=127.0.0.1\n4lw.commands.whitelist=*\nadmin.enableServer=false\npreAllocSize=1024\n%s\n",
-			tick.Milliseconds(), port, strings.Join(slices.Concat(lines, extra), "\n"))
+			tick.Milliseconds(), port, strings.Join(slices.Concat(lines, extra(i)), "\n"))
 		if err := os.WriteFile(filepath.Join(e.dirs[i], "zoo.cfg"), []byte(cfg), 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -202,6 +202,12 @@ func runCollie(t *testing.T, dir string, args ...string) (int, string) {
 
 // fourLetterWord sends a four-letter word and returns the whole reply.
 func fourLetterWord(addr, word string) (string, error) {
+	return sendFourLetter(addr, []byte(word), false)
+}
+
+// sendFourLetter sends msg, a four-letter word and what follows it, then
+// with closeWrite says it will send no more, and returns the whole reply.
+func sendFourLetter(addr string, msg []byte, closeWrite bool) (string, error) {
 	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
 		return "", err
@@ -210,8 +216,13 @@ func fourLetterWord(addr, word string) (string, error) {
 	if err := c.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
 		return "", err
 	}
-	if _, err := io.WriteString(c, word); err != nil {
+	if _, err := c.Write(msg); err != nil {
 		return "", err
+	}
+	if closeWrite {
+		if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+			return "", err
+		}
 	}
 	b, err := io.ReadAll(c)
 	return string(b), err

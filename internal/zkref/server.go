@@ -49,8 +49,9 @@ type options struct {
 	settings      []setting // extra zoo.cfg lines, in the order given
 	jvmArgs       []string
 	adminServer   bool
-	adminPort     int   // the admin port of one launch; 0 when adminServer is off
-	observers     []int // ids of observers StartEnsemble lists but does not run
+	adminPort     int      // the admin port of one launch; 0 when adminServer is off
+	observers     []int    // ids of observers StartEnsemble lists but does not run
+	classpath     []string // added to the server's class path
 }
 
 type setting struct{ key, value string }
@@ -85,6 +86,13 @@ func WithJVMArgs(args ...string) Option {
 // itself. Start ignores it.
 func WithObserver(id int) Option {
 	return func(o *options) { o.observers = append(o.observers, id) }
+}
+
+// WithClasspath adds directories or jars to the server's class path, for
+// classes a zoo.cfg line names (metricsProvider.className, an
+// authProvider).
+func WithClasspath(paths ...string) Option {
+	return func(o *options) { o.classpath = append(o.classpath, paths...) }
 }
 
 // WithAdminServer enables ZooKeeper's AdminServer (Jetty) on a free port on
@@ -171,6 +179,10 @@ func (s *Server) Addr() string { return s.addr }
 // Start was not given WithAdminServer.
 func (s *Server) AdminAddr() string { return s.adminAddr }
 
+// Dir returns the server's working directory, which holds its zoo.cfg
+// and log, and what classes it runs write relative to it.
+func (s *Server) Dir() string { return s.dir }
+
 // LogPath returns the file that holds the server's log and the JVM's output.
 func (s *Server) LogPath() string { return s.logPath }
 
@@ -206,6 +218,9 @@ func launch(dir string, o options, port int, cfg, main string) (*Server, error) 
 		dataDir: o.dataDir,
 		logPath: filepath.Join(dir, "zookeeper.log"),
 		exited:  make(chan struct{}),
+	}
+	for _, p := range o.classpath {
+		classpath += string(os.PathListSeparator) + p
 	}
 	if o.adminServer {
 		if o.adminPort, err = pickPort(); err != nil {

@@ -1,6 +1,9 @@
 package admin
 
-import "time"
+import (
+	"io"
+	"time"
+)
 
 // Backend is the running server the admin commands describe. Every method
 // may be called from several goroutines at once, while the server works;
@@ -16,9 +19,14 @@ type Backend interface {
 	ReadOnly() bool
 	// Monitor returns what the four-letter word mntr reports, in its
 	// order: each name without mntr's "zk_" prefix, each value as mntr
-	// prints it. The monitor command and /metrics serve these values;
-	// server_stats reads its numbers from them too, so all three agree.
+	// prints it. The monitor command serves these values; server_stats
+	// reads its numbers from them too, so both agree.
 	Monitor() []Metric
+	// Metrics writes the server's metrics in Prometheus's text format.
+	Metrics(w io.Writer) error
+	// Ready reports whether the server serves clients with a quorum
+	// behind it, and when not, why not, in a few words.
+	Ready() (ready bool, reason string)
 	// LastZxid returns the zxid of the last applied transaction.
 	LastZxid() int64
 	// Connections describes the client connections with a session.
@@ -42,6 +50,12 @@ type Backend interface {
 	// LastSnapshot describes the newest snapshot on disk; ok is false when
 	// there is none.
 	LastSnapshot() (snap Snapshot, ok bool)
+	// TraceMask returns the trace mask (gtmk); SetTraceMask sets it (stmk).
+	TraceMask() int64
+	SetTraceMask(mask int64)
+	// Digests returns the digests of the tree kept for the hash command,
+	// oldest first.
+	Digests() []Digest
 	// ResetServerStats clears the latency and packet counters (srst).
 	ResetServerStats()
 	// ResetConnectionStats clears every connection's counters (crst).
@@ -111,6 +125,14 @@ type Watches struct {
 // Property is one key=value line.
 type Property struct {
 	Key, Value string
+}
+
+// Digest is the digest of the tree after the transaction Zxid, as
+// ZooKeeper's DigestCalculator of version Version computes it.
+type Digest struct {
+	Zxid    int64
+	Version int
+	Digest  int64
 }
 
 // Snapshot describes a snapshot file.

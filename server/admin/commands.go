@@ -81,14 +81,16 @@ var commands = []command{
 	{[]string{"environment", "env", "envi"}, func(b Backend, _ url.Values) (object, string) {
 		return properties(b.Environment()), ""
 	}},
-	// Collie has no trace mask: its request tracing is the debug log level.
-	{[]string{"get_trace_mask", "gtmk"}, func(Backend, url.Values) (object, string) {
-		return object{{"tracemask", 0}}, ""
+	{[]string{"get_trace_mask", "gtmk"}, func(b Backend, _ url.Values) (object, string) {
+		return object{{"tracemask", b.TraceMask()}}, ""
 	}},
-	// ZooKeeper lists digests of its tree only when digests are enabled;
-	// Collie's replicas agree by raft, and keeps none.
-	{[]string{"hash"}, func(Backend, url.Values) (object, string) {
-		return object{{"digests", []any{}}}, ""
+	// The digests of the tree ZooKeeper keeps, every 128th transaction.
+	{[]string{"hash"}, func(b Backend, _ url.Values) (object, string) {
+		digests := []any{}
+		for _, d := range b.Digests() {
+			digests = append(digests, object{{"zxid", d.Zxid}, {"digest_version", d.Version}, {"digest", d.Digest}})
+		}
+		return object{{"digests", digests}}, ""
 	}},
 	{[]string{"initial_configuration", "icfg"}, func(b Backend, _ url.Values) (object, string) {
 		var text any // null, as ZooKeeper answers when it started without a file
@@ -300,17 +302,18 @@ func serverStats(b Backend) object {
 	}
 }
 
-// setTraceMask checks its argument as ZooKeeper does. Collie traces
-// requests at the debug log level instead, so there is no mask to set.
-func setTraceMask(_ Backend, args url.Values) (object, string) {
+// setTraceMask checks its argument and sets the mask, as ZooKeeper does.
+func setTraceMask(b Backend, args url.Values) (object, string) {
 	if !args.Has("traceMask") {
 		return nil, "setTraceMask requires long traceMask argument"
 	}
 	v := args.Get("traceMask")
-	if _, err := strconv.ParseInt(v, 10, 64); err != nil {
+	mask, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
 		return nil, "setTraceMask requires long traceMask argument, got " + v
 	}
-	return nil, "trace masks are not supported: run the server with -log-level debug to trace requests"
+	b.SetTraceMask(mask)
+	return object{{"tracemask", mask}}, ""
 }
 
 func properties(props []Property) object {

@@ -13,20 +13,26 @@
 //	                       {"command": name, "error": "Unknown command: name"},
 //	                       as ZooKeeper does. Query parameters are the
 //	                       command's arguments (set_trace_mask?traceMask=N).
-//	GET /metrics           the numeric mntr values in Prometheus's text
-//	                       format, named as ZooKeeper's Prometheus provider
-//	                       names them (znode_count, avg_latency, ...)
+//	GET /metrics           the server's metrics in Prometheus's text format,
+//	                       as on the metrics port (package metrics)
+//	GET /live              200 while the process serves HTTP
+//	GET /ready             200 while the server serves clients with a
+//	                       quorum, 503 with the reason otherwise
 //	/debug/pprof/          net/http/pprof, only with Options.Pprof
 //
-// /commands is admin.commandURL. On it and on /metrics, methods other than
-// GET and HEAD get 405; a request URI longer than 4 KiB gets 414, request
-// headers over 8 KiB get 431, other paths 404.
+// /commands is admin.commandURL. On it, /metrics, /live and /ready,
+// methods other than GET and HEAD get 405; a request URI longer than 4 KiB
+// gets 414, request headers over 8 KiB get 431, other paths 404.
 //
-// The handler reads everything through a Backend, which the server
+// NewMetricsHandler serves /metrics, /live and /ready alone, for the port
+// of metricsProvider.httpPort.
+//
+// The handlers read everything through a Backend, which the server
 // implements; Listen serves a handler on a port until Close.
 package admin
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -111,10 +117,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// read could hold the handler, and the deadline lets it go.
 	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(writeTimeout))
 	switch {
-	case path == "/metrics":
-		if allowed(w, r, nil) {
-			h.serveMetrics(w)
-		}
+	case serveMetrics(h.backend, w, r):
 	case path == h.commandURL || path == h.commandURL+"/":
 		if allowed(w, r, nil) {
 			h.serveList(w)
@@ -178,36 +181,54 @@ func (h *handler) serveList(w http.ResponseWriter) {
 	w.Write([]byte(b.String()))
 }
 
-// serveMetrics writes every numeric mntr value as a Prometheus gauge.
-// Counters such as packets_received are gauges too: stat_reset sets them
-// back to zero, which a Prometheus counter must never do.
-func (h *handler) serveMetrics(w http.ResponseWriter) {
-	var b strings.Builder
-	seen := map[string]bool{}
-	for _, m := range h.backend.Monitor() {
-		v, ok := typed(m.Value).(json.Number)
-		name := metricName(m.Name)
-		if !ok || seen[name] {
-			continue
+// serveMetrics answers /metrics, /live and /ready, and reports whether
+// the request was for one of them.
+func serveMetrics(b Backend, w http.ResponseWriter, r *http.Request) bool {
+	switch r.URL.Path {
+	case "/metrics":
+		if allowed(w, r, nil) {
+			var buf bytes.Buffer
+			if err := b.Metrics(&buf); err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				break
+			}
+			w.Header().Set("Content-Type", metricsContentType)
+			w.Write(buf.Bytes())
 		}
-		seen[name] = true
-		fmt.Fprintf(&b, "# TYPE %s gauge\n%s %s\n", name, name, v)
+	case "/live":
+		if allowed(w, r, nil) {
+			writeJSON(w, http.StatusOK, object{{"status", "live"}})
+		}
+	case "/ready":
+		if !allowed(w, r, nil) {
+			break
+		}
+		if ready, reason := b.Ready(); ready {
+			writeJSON(w, http.StatusOK, object{{"status", "ready"}})
+		} else {
+			writeJSON(w, http.StatusServiceUnavailable, object{{"status", "not ready"}, {"reason", reason}})
+		}
+	default:
+		return false
 	}
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	w.Write([]byte(b.String()))
+	return true
 }
 
-// metricName makes name a valid Prometheus metric name.
-func metricName(name string) string {
-	b := []byte(name)
-	for i, c := range b {
-		ok := c == '_' || c == ':' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9'
-		if !ok {
-			b[i] = '_'
+// metricsContentType is Prometheus's text format, version 0.0.4.
+const metricsContentType = "text/plain; version=0.0.4; charset=utf-8"
+
+// NewMetricsHandler returns the handler of the metrics port: /metrics,
+// /live and /ready over b, 404 elsewhere, as ZooKeeper's Prometheus
+// provider serves /metrics alone.
+func NewMetricsHandler(b Backend) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(r.RequestURI) > maxRequestURI {
+			http.Error(w, "URI Too Long", http.StatusRequestURITooLong)
+			return
 		}
-	}
-	if len(b) == 0 {
-		return "_"
-	}
-	return string(b)
+		http.NewResponseController(w).SetWriteDeadline(time.Now().Add(writeTimeout))
+		if !serveMetrics(b, w, r) {
+			http.NotFound(w, r)
+		}
+	})
 }

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +17,7 @@ import (
 type fakeBackend struct {
 	serverResets, connResets int
 	notServing, readOnly     bool
+	traceMask                int64
 }
 
 var epoch = time.UnixMilli(1700000000000)
@@ -72,6 +72,21 @@ func (f *fakeBackend) Environment() []Property {
 func (f *fakeBackend) InitialConfiguration() string { return "tickTime=2000\n" }
 func (f *fakeBackend) LastSnapshot() (Snapshot, bool) {
 	return Snapshot{Zxid: 0x10, ModTime: epoch}, true
+}
+func (f *fakeBackend) Metrics(w io.Writer) error {
+	_, err := io.WriteString(w, "# HELP znode_count znode_count\n# TYPE znode_count gauge\nznode_count 7\n")
+	return err
+}
+func (f *fakeBackend) Ready() (bool, string) {
+	if f.notServing {
+		return false, "no leader"
+	}
+	return true, ""
+}
+func (f *fakeBackend) TraceMask() int64        { return f.traceMask }
+func (f *fakeBackend) SetTraceMask(mask int64) { f.traceMask = mask }
+func (f *fakeBackend) Digests() []Digest {
+	return []Digest{{Zxid: 0x80, Version: 2, Digest: 1371985504}}
 }
 func (f *fakeBackend) ResetServerStats()     { f.serverResets++ }
 func (f *fakeBackend) ResetConnectionStats() { f.connResets++ }
@@ -362,68 +377,42 @@ func TestPprof(t *testing.T) {
 }
 
 func TestMetrics(t *testing.T) {
-	code, header, body := get(t, NewHandler(&fakeBackend{}, Options{}), http.MethodGet, "/metrics")
-	if code != http.StatusOK || !strings.HasPrefix(header.Get("Content-Type"), "text/plain; version=0.0.4") {
-		t.Fatalf("GET /metrics: %d %s", code, header.Get("Content-Type"))
+	for name, h := range map[string]http.Handler{"admin port": NewHandler(&fakeBackend{}, Options{}), "metrics port": NewMetricsHandler(&fakeBackend{})} {
+		code, header, body := get(t, h, http.MethodGet, "/metrics")
+		if code != http.StatusOK || header.Get("Content-Type") != "text/plain; version=0.0.4; charset=utf-8" {
+			t.Fatalf("%s: GET /metrics: %d %s", name, code, header.Get("Content-Type"))
+		}
+		if want := "# HELP znode_count znode_count\n# TYPE znode_count gauge\nznode_count 7\n"; body != want {
+			t.Errorf("%s: GET /metrics = %q, want the backend's %q", name, body, want)
+		}
 	}
-	samples := parsePrometheus(t, body)
-	want := map[string]float64{
-		"avg_latency": 0.25, "max_latency": 3, "min_latency": 0, "packets_received": 10, "packets_sent": 9,
-		"num_alive_connections": 1, "outstanding_requests": 0, "znode_count": 7, "open_file_descriptor_count": -1, "uptime": 1234,
+	h := NewMetricsHandler(&fakeBackend{})
+	for _, path := range []string{"/", "/commands/ruok", "/metricsx"} {
+		if code, _, _ := get(t, h, http.MethodGet, path); code != http.StatusNotFound {
+			t.Errorf("metrics port: GET %s = %d, want 404", path, code)
+		}
 	}
-	if !maps.Equal(samples, want) {
-		t.Errorf("metrics %v\nwant %v", samples, want)
+	if code, _, _ := get(t, h, http.MethodPost, "/metrics"); code != http.StatusMethodNotAllowed {
+		t.Errorf("metrics port: POST /metrics = %d, want 405", code)
 	}
 }
 
-// parsePrometheus checks text against Prometheus's text exposition format
-// as far as gauges without labels use it, and returns the samples.
-func parsePrometheus(t *testing.T, text string) map[string]float64 {
-	t.Helper()
-	samples := map[string]float64{}
-	typed := map[string]bool{}
-	if !strings.HasSuffix(text, "\n") {
-		t.Errorf("metrics do not end with a newline")
-	}
-	validName := func(s string) bool {
-		for i, c := range s {
-			if !(c == '_' || c == ':' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
-				return false
+func TestHealth(t *testing.T) {
+	for _, notServing := range []bool{false, true} {
+		b := &fakeBackend{notServing: notServing}
+		for name, h := range map[string]http.Handler{"admin port": NewHandler(b, Options{}), "metrics port": NewMetricsHandler(b)} {
+			code, _, body := get(t, h, http.MethodGet, "/live")
+			if code != http.StatusOK || body != "{\n  \"status\": \"live\"\n}\n" {
+				t.Errorf("%s, not serving %v: /live = %d %q", name, notServing, code, body)
 			}
-		}
-		return s != ""
-	}
-	for line := range strings.Lines(text) {
-		line = strings.TrimSuffix(line, "\n")
-		if rest, ok := strings.CutPrefix(line, "# TYPE "); ok {
-			name, kind, _ := strings.Cut(rest, " ")
-			if !validName(name) || kind != "gauge" || typed[name] {
-				t.Errorf("bad TYPE line %q", line)
+			code, header, body := get(t, h, http.MethodGet, "/ready")
+			want, wantBody := http.StatusOK, "{\n  \"status\": \"ready\"\n}\n"
+			if notServing {
+				want, wantBody = http.StatusServiceUnavailable, "{\n  \"status\": \"not ready\",\n  \"reason\": \"no leader\"\n}\n"
 			}
-			typed[name] = true
-			continue
-		}
-		name, value, ok := strings.Cut(line, " ")
-		v, err := strconv.ParseFloat(value, 64)
-		if !ok || !validName(name) || err != nil {
-			t.Errorf("bad sample line %q", line)
-			continue
-		}
-		if !typed[name] {
-			t.Errorf("sample %s before its TYPE line", name)
-		}
-		if _, dup := samples[name]; dup {
-			t.Errorf("sample %s given twice", name)
-		}
-		samples[name] = v
-	}
-	return samples
-}
-
-func TestMetricName(t *testing.T) {
-	for in, want := range map[string]string{"znode_count": "znode_count", "a-b.c": "a_b_c", "9lives": "_lives", "": "_"} {
-		if got := metricName(in); got != want {
-			t.Errorf("metricName(%q) = %q, want %q", in, got, want)
+			if code != want || body != wantBody || header.Get("Content-Type") != "application/json" {
+				t.Errorf("%s, not serving %v: /ready = %d %q, want %d %q", name, notServing, code, body, want, wantBody)
+			}
 		}
 	}
 }

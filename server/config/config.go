@@ -211,7 +211,20 @@ type Config struct {
 	// keys (IsSecretKey) replaced; "" when no file was read.
 	Initial string
 
-	MetricsProviderHTTPPort int // metricsProvider.httpPort; 0 when not set
+	// PrometheusMetrics is set when metricsProvider.className names
+	// ZooKeeper's PrometheusMetricsProvider: the metrics are then served
+	// at /metrics on MetricsProviderHTTPHost:MetricsProviderHTTPPort, as
+	// that provider serves them. ZooKeeper's DefaultMetricsProvider (its
+	// default) and NullMetricsProvider serve no such port.
+	PrometheusMetrics        bool
+	MetricsProviderHTTPHost  string // metricsProvider.httpHost; 0.0.0.0 as in ZooKeeper 3.8
+	MetricsProviderHTTPPort  int    // metricsProvider.httpPort; 7000 as in ZooKeeper
+	MetricsProviderExportJVM bool   // metricsProvider.exportJvmInfo: Go runtime and process metrics here; true as in ZooKeeper
+
+	// DigestEnabled keeps the digest log the hash command lists
+	// (digest.enabled, ZooKeeper's zookeeper.digest.enabled property);
+	// true as in ZooKeeper 3.8.
+	DigestEnabled bool
 
 	ContainerCheckInterval time.Duration // znode.container.checkIntervalMs
 	ContainerMaxPerMinute  int           // znode.container.maxPerMinute
@@ -281,6 +294,7 @@ const (
 	minPreAllocKiB         = 64
 	maxPreAllocKiB         = 4 << 20
 	defaultAdminPort       = 8080
+	defaultMetricsPort     = 7000
 	defaultAdminAddress    = "0.0.0.0"
 	defaultAdminCommandURL = "/commands"
 	// defaultAdminRateLimiterInterval is ZooKeeper 3.9's
@@ -333,6 +347,10 @@ func defaults() Config {
 		AdminCommandURL:          defaultAdminCommandURL,
 		AdminSnapshotEnabled:     true,
 		AdminRateLimiterInterval: defaultAdminRateLimiterInterval,
+		MetricsProviderHTTPHost:  "0.0.0.0",
+		MetricsProviderHTTPPort:  defaultMetricsPort,
+		MetricsProviderExportJVM: true,
+		DigestEnabled:            true,
 		ContainerCheckInterval:   defaultContainerCheck,
 		ContainerMaxPerMinute:    defaultContainerPerMin,
 		Standalone:               true,
@@ -526,8 +544,21 @@ func (p *parser) set(key, value string, line int) {
 	case "enforceQuota", "zookeeper.enforceQuota":
 		c.EnforceQuota, err = boolean(key, value)
 		c.enforceQuotaSet = true
+	case "digest.enabled", "zookeeper.digest.enabled":
+		c.DigestEnabled, err = boolean(key, value)
+	case "metricsProvider.className":
+		c.PrometheusMetrics, err = metricsProvider(key, value)
+	case "metricsProvider.httpHost":
+		c.MetricsProviderHTTPHost, err = nonEmpty(key, value, "a host name or IP address")
+		c.MetricsProviderHTTPHost = unbracket(c.MetricsProviderHTTPHost)
 	case "metricsProvider.httpPort":
 		c.MetricsProviderHTTPPort, err = intIn(key, value, 1, 65535, "a port number (1-65535)")
+	case "metricsProvider.exportJvmInfo":
+		c.MetricsProviderExportJVM, err = boolean(key, value)
+	case "metricsProvider.numWorkerThreads", "metricsProvider.maxQueueSize", "metricsProvider.workerShutdownTimeoutMs":
+		// The Java provider's thread pool for observations; Collie
+		// observes on the spot, so these only need to be numbers.
+		_, err = intIn(key, value, math.MinInt32, math.MaxInt64, "a number")
 	case "znode.container.checkIntervalMs":
 		c.ContainerCheckInterval, err = millis(key, value)
 	case "znode.container.maxPerMinute":
@@ -1008,7 +1039,7 @@ func (c Config) Validate() error {
 		check(problem == "", "admin.commandURL %q %s", c.AdminCommandURL, problem)
 		errs = append(errs, c.checkAdminHTTPS()...)
 	}
-	check(c.MetricsProviderHTTPPort == 0 || validPort(c.MetricsProviderHTTPPort),
+	check(!c.PrometheusMetrics || validPort(c.MetricsProviderHTTPPort),
 		"metricsProvider.httpPort %d is not a port number (1-65535)", c.MetricsProviderHTTPPort)
 	check(c.ContainerCheckInterval >= time.Millisecond,
 		"znode.container.checkIntervalMs must be at least 1 ms, not %v", c.ContainerCheckInterval)
@@ -1069,6 +1100,28 @@ func (c Config) validateMembers() []error {
 		errs = append(errs, fmt.Errorf("this server's id %d (from myid) has no server.%d line", c.ServerID, c.ServerID))
 	}
 	return errs
+}
+
+// The metrics providers of ZooKeeper 3.8 metricsProvider.className may
+// name.
+const (
+	PrometheusMetricsProvider = "org.apache.zookeeper.metrics.prometheus.PrometheusMetricsProvider"
+	defaultMetricsProvider    = "org.apache.zookeeper.metrics.impl.DefaultMetricsProvider"
+	nullMetricsProvider       = "org.apache.zookeeper.metrics.impl.NullMetricsProvider"
+)
+
+// metricsProvider reports whether className asks for Prometheus metrics.
+// ZooKeeper fails to start on a class it cannot load; so does Collie on
+// one it does not stand in for.
+func metricsProvider(key, className string) (bool, error) {
+	switch className {
+	case PrometheusMetricsProvider:
+		return true, nil
+	case defaultMetricsProvider, nullMetricsProvider:
+		return false, nil
+	}
+	return false, fmt.Errorf("%s: %q is not a metrics provider Collie has: it serves %s's metrics, or none with %s or %s",
+		key, className, PrometheusMetricsProvider, defaultMetricsProvider, nullMetricsProvider)
 }
 
 func validPort(p int) bool { return p >= 1 && p <= 65535 }

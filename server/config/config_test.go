@@ -56,6 +56,10 @@ func TestDefault(t *testing.T) {
 		AdminCommandURL:          "/commands",
 		AdminSnapshotEnabled:     true,
 		AdminRateLimiterInterval: 5 * time.Minute,
+		MetricsProviderHTTPHost:  "0.0.0.0",
+		MetricsProviderHTTPPort:  7000,
+		MetricsProviderExportJVM: true,
+		DigestEnabled:            true,
 		ContainerCheckInterval:   time.Minute,
 		ContainerMaxPerMinute:    10000,
 		Standalone:               true,
@@ -130,7 +134,12 @@ admin.pprof=true
 admin.snapshot.enabled=false
 zookeeper.admin.rateLimiterIntervalInMS=1500
 linearizableReads=true
-metricsProvider.httpPort=7000
+metricsProvider.className=org.apache.zookeeper.metrics.prometheus.PrometheusMetricsProvider
+metricsProvider.httpHost=[::1]
+metricsProvider.httpPort=7001
+metricsProvider.exportJvmInfo=false
+metricsProvider.numWorkerThreads=4
+zookeeper.digest.enabled=false
 znode.container.checkIntervalMs=1500
 znode.container.maxPerMinute=600
 standaloneEnabled=true
@@ -164,7 +173,9 @@ standaloneEnabled=true
 		AdminSnapshotEnabled:     false,
 		AdminRateLimiterInterval: 1500 * time.Millisecond,
 		LinearizableReads:        true,
-		MetricsProviderHTTPPort:  7000,
+		PrometheusMetrics:        true,
+		MetricsProviderHTTPHost:  "::1",
+		MetricsProviderHTTPPort:  7001,
 		ContainerCheckInterval:   1500 * time.Millisecond,
 		ContainerMaxPerMinute:    600,
 		Standalone:               true,
@@ -301,6 +312,8 @@ func TestParseInvalidValues(t *testing.T) {
 		{"admin.snapshot.enabled=yes", `admin.snapshot.enabled: "yes" is not true or false`},
 		{"admin.rateLimiterIntervalInMS=-1", `admin.rateLimiterIntervalInMS: "-1" is not a number of milliseconds (0 or more)`},
 		{"metricsProvider.httpPort=http", `metricsProvider.httpPort: "http" is not a port number (1-65535)`},
+		{"metricsProvider.className=com.example.Metrics", `metricsProvider.className: "com.example.Metrics" is not a metrics provider Collie has: it serves org.apache.zookeeper.metrics.prometheus.PrometheusMetricsProvider's metrics, or none with org.apache.zookeeper.metrics.impl.DefaultMetricsProvider or org.apache.zookeeper.metrics.impl.NullMetricsProvider`},
+		{"metricsProvider.exportJvmInfo=maybe", `metricsProvider.exportJvmInfo: "maybe" is not true or false`},
 		{"znode.container.checkIntervalMs=0", `znode.container.checkIntervalMs: "0" is not a positive number of milliseconds`},
 		{"znode.container.maxPerMinute=-1", `znode.container.maxPerMinute: "-1" is not a positive number of containers`},
 		{"DigestAuthenticationProvider.superDigest=super", `DigestAuthenticationProvider.superDigest: "super" is not of the form user:base64(sha1("user:password"))`},
@@ -353,11 +366,10 @@ func TestParseUnknownKeys(t *testing.T) {
 tickTme=2000
 serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory
 dynamicConfigFile=/etc/zookeeper/zoo.cfg.dynamic
-metricsProvider.className=org.apache.zookeeper.metrics.prometheus.PrometheusMetricsProvider
 tickTme=3000
 zookeeper.extendedTypesEnabled=true
 `)
-	want := []string{"dynamicConfigFile", "metricsProvider.className", "tickTme", "zookeeper.extendedTypesEnabled"}
+	want := []string{"dynamicConfigFile", "tickTme", "zookeeper.extendedTypesEnabled"}
 	if !slices.Equal(c.Unknown, want) {
 		t.Errorf("Unknown = %q, want %q", c.Unknown, want)
 	}
@@ -569,7 +581,7 @@ func TestValidate(t *testing.T) {
 			`DigestAuthenticationProvider.superDigest "super" is not of the form user:base64(sha1("user:password"))`},
 		{"admin port", func(c *Config) { c.AdminServerPort = 0 }, "admin.serverPort 0 is not a port number (1-65535)"},
 		{"admin command URL", func(c *Config) { c.AdminCommandURL = "commands" }, `admin.commandURL "commands" is not a URL path such as /commands`},
-		{"metrics port", func(c *Config) { c.MetricsProviderHTTPPort = -1 }, "metricsProvider.httpPort -1 is not a port number (1-65535)"},
+		{"metrics port", func(c *Config) { c.PrometheusMetrics, c.MetricsProviderHTTPPort = true, -1 }, "metricsProvider.httpPort -1 is not a port number (1-65535)"},
 		{"container interval", func(c *Config) { c.ContainerCheckInterval = 0 }, "znode.container.checkIntervalMs must be at least 1 ms, not 0s"},
 		{"container rate", func(c *Config) { c.ContainerMaxPerMinute = 0 }, "znode.container.maxPerMinute must be at least 1, not 0"},
 		{"server id too large for TTL nodes", func(c *Config) {

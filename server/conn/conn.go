@@ -66,8 +66,10 @@ type Backend interface {
 	// got a session.
 	Detach(c *Conn)
 	// FourLetter answers a four-letter word, or returns false if it is not
-	// one or is not allowed.
-	FourLetter(cmd string) (string, bool)
+	// one or is not allowed. arg reads the 8-byte argument that follows
+	// stmk on the connection (false when it cannot); a backend calls it
+	// only for stmk, once it has allowed it.
+	FourLetter(cmd string, arg func() (int64, bool)) (string, bool)
 }
 
 // A Reader answers requests that do not go through the log (reads,
@@ -144,10 +146,15 @@ type Config struct {
 	// AuthFailed (allowSaslFailedClients), unless sasl is enforced.
 	AllowSASLFailed bool
 	Logger          *slog.Logger
-	// Observe, if set, is told the latency of every reply; Received of
-	// every request packet. Both feed the server's statistics.
-	Observe  func(time.Duration)
-	Received func()
+	// Observe, if set, is told of every reply: whether its request was
+	// a write, its latency and its size in bytes. Received is told of
+	// every request packet and its size, Notified of every watch event
+	// sent and its size, AuthFailed of every authentication that failed
+	// (addauth or SASL). They feed the server's statistics.
+	Observe    func(write bool, latency time.Duration, bytes int)
+	Received   func(bytes int)
+	Notified   func(bytes int)
+	AuthFailed func()
 }
 
 func (c *Config) setDefaults() {
@@ -167,10 +174,16 @@ func (c *Config) setDefaults() {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	if c.Observe == nil {
-		c.Observe = func(time.Duration) {}
+		c.Observe = func(bool, time.Duration, int) {}
 	}
 	if c.Received == nil {
-		c.Received = func() {}
+		c.Received = func(int) {}
+	}
+	if c.Notified == nil {
+		c.Notified = func(int) {}
+	}
+	if c.AuthFailed == nil {
+		c.AuthFailed = func() {}
 	}
 }
 
@@ -416,7 +429,9 @@ func (c *Conn) Notify(ev proto.WatcherEvent) {
 	b := frame(&proto.ReplyHeader{Xid: proto.XidNotification, Zxid: -1}, &ev)
 	if !c.out.push(b) {
 		c.Close()
+		return
 	}
+	c.cfg.Notified(len(b))
 }
 
 // frame encodes a length-prefixed reply.
@@ -558,7 +573,7 @@ func (c *Conn) read() {
 		c.stats.mu.Lock()
 		c.stats.Received++
 		c.stats.mu.Unlock()
-		c.cfg.Received()
+		c.cfg.Received(4 + len(b))
 		body := b[len(b)-d.Remaining():]
 		c.backend.Touch(c.session)
 		if hdr.Type == proto.OpAuth {
@@ -652,6 +667,7 @@ func (c *Conn) authenticate(xid int32, body []byte) bool {
 		ok = false
 	}
 	if !ok {
+		c.cfg.AuthFailed()
 		c.out.push(frame(&proto.ReplyHeader{Xid: xid, Err: proto.ErrAuthFailed}, nil))
 		c.out.closeAfterDrain()
 		return false
@@ -708,6 +724,7 @@ func (c *Conn) saslPacket(xid int32, body []byte) bool {
 	}
 	required := slices.Contains(c.cfg.EnforceAuthSchemes, tree.SchemeSASL)
 	c.log.Info("SASL authentication failed", "err", err, "session", sessionHex(c.session))
+	c.cfg.AuthFailed()
 	if c.cfg.AllowSASLFailed && !required {
 		reply(proto.OK, nil)
 		return true
@@ -819,12 +836,13 @@ func (c *Conn) reply(it *item) bool {
 	if it.reply.Err == proto.OK || it.op == proto.OpMulti || it.op == proto.OpMultiRead {
 		body = it.reply.Resp
 	}
-	if !c.out.push(frame(&hdr, body)) {
+	b := frame(&hdr, body)
+	if !c.out.push(b) {
 		c.Close()
 		return false
 	}
 	lat := time.Duration(nanotime() - it.start)
-	c.cfg.Observe(lat)
+	c.cfg.Observe(isWrite(it.op), lat, len(b))
 	s := &c.stats
 	s.mu.Lock()
 	s.Sent++

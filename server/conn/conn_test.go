@@ -62,7 +62,9 @@ func (b *echoBackend) Authenticate(*Conn, string, []byte) ([]proto.ID, bool) { r
 func (b *echoBackend) SASL(*Conn) SASLServer                                 { return b.sasl }
 func (b *echoBackend) Touch(int64)                                           {}
 func (b *echoBackend) Detach(*Conn)                                          {}
-func (b *echoBackend) FourLetter(cmd string) (string, bool)                  { return "imok", cmd == "ruok" }
+func (b *echoBackend) FourLetter(cmd string, _ func() (int64, bool)) (string, bool) {
+	return "imok", cmd == "ruok"
+}
 
 func frameOf(b []byte) []byte {
 	return append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...)

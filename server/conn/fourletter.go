@@ -1,7 +1,9 @@
 package conn
 
 import (
+	"encoding/binary"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/collie-io/collie/proto"
@@ -22,7 +24,15 @@ func isFourLetter(cmd string) bool { return fourLetterWords[cmd] }
 // ZooKeeper does.
 func (c *Conn) fourLetter(cmd string) {
 	c.nc.SetWriteDeadline(time.Now().Add(c.cfg.HandshakeTimeout))
-	if text, ok := c.backend.FourLetter(cmd); ok {
+	// The read deadline of the handshake still holds.
+	arg := func() (int64, bool) {
+		var b [8]byte
+		if _, err := io.ReadFull(c.nc, b[:]); err != nil {
+			return 0, false
+		}
+		return int64(binary.BigEndian.Uint64(b[:])), true
+	}
+	if text, ok := c.backend.FourLetter(cmd, arg); ok {
 		c.nc.Write([]byte(text))
 	} else {
 		fmt.Fprintf(c.nc, "%s is not executed because it is not in the whitelist.\n", cmd)

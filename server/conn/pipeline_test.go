@@ -69,11 +69,11 @@ func (b *modelBackend) View(f func(Reader)) {
 	defer b.mu.Unlock()
 	f(modelReader{b})
 }
-func (b *modelBackend) Authenticate(*Conn, string, []byte) ([]proto.ID, bool) { return nil, true }
-func (b *modelBackend) SASL(*Conn) SASLServer                                 { return nil }
-func (b *modelBackend) Touch(int64)                                           {}
-func (b *modelBackend) Detach(*Conn)                                          {}
-func (b *modelBackend) FourLetter(string) (string, bool)                      { return "", false }
+func (b *modelBackend) Authenticate(*Conn, string, []byte) ([]proto.ID, bool)  { return nil, true }
+func (b *modelBackend) SASL(*Conn) SASLServer                                  { return nil }
+func (b *modelBackend) Touch(int64)                                            {}
+func (b *modelBackend) Detach(*Conn)                                           {}
+func (b *modelBackend) FourLetter(string, func() (int64, bool)) (string, bool) { return "", false }
 
 // other appends another session's entry.
 func (b *modelBackend) other() {

@@ -93,7 +93,28 @@ type FSM struct {
 	// heldLog are the voters known to have held the log (EntryMemberLog),
 	// sorted.
 	heldLog []uint64
+	// digests are the tree's digests after every transaction whose zxid
+	// is a multiple of digestInterval, the newest digestLimit, oldest
+	// first: ZooKeeper's digest log, which its hash command lists. Like
+	// ZooKeeper's it starts empty at every start, not in snapshots.
+	digests []ZxidDigest
 }
+
+// ZxidDigest is the tree's digest (tree.Tree.Digest) after a transaction.
+type ZxidDigest struct {
+	Zxid   int64
+	Digest int64
+}
+
+// ZooKeeper's DataTree logs a digest every 128 transactions, 0x80 in hex,
+// and keeps the last 1024.
+const (
+	digestInterval = 128
+	digestLimit    = 1024
+)
+
+// Digests returns the digest log, oldest first; the caller owns it.
+func (f *FSM) Digests() []ZxidDigest { return slices.Clone(f.digests) }
 
 // New returns an empty state machine.
 func New(opts Options) *FSM {
@@ -246,6 +267,12 @@ func (f *FSM) Apply(index uint64, e *Entry) Result {
 		panic(fmt.Sprintf("fsm: entry type %d passed decoding", e.Type))
 	}
 	f.tree.Sweep()
+	if zxid%digestInterval == 0 {
+		if len(f.digests) == digestLimit {
+			f.digests = slices.Delete(f.digests, 0, 1)
+		}
+		f.digests = append(f.digests, ZxidDigest{Zxid: zxid, Digest: f.tree.Digest()})
+	}
 	return res
 }
 

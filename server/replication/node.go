@@ -234,6 +234,12 @@ type Node struct {
 	suspect      uint64
 	suspectTimer *time.Timer
 
+	// status is what Status reports, kept by the goroutines that know
+	// each part.
+	status struct {
+		term, commit, applied, leaderChanges atomic.Uint64
+	}
+
 	mu      sync.Mutex
 	state   raft.StateType
 	lead    uint64
@@ -352,6 +358,7 @@ func Start(cfg Config) (*Node, error) {
 			return nil, fmt.Errorf("replication: %w", err)
 		}
 		n.applied, n.appliedTerm = meta.Index, meta.Term
+		n.status.applied.Store(meta.Index)
 		n.snapIndex.Store(meta.Index)
 		n.conf = meta.ConfState
 	}
@@ -363,6 +370,8 @@ func Start(cfg Config) (*Node, error) {
 		if err := n.mem.SetHardState(st); err != nil {
 			return nil, fmt.Errorf("replication: %w", err)
 		}
+		n.status.term.Store(st.Term)
+		n.status.commit.Store(st.Commit)
 	}
 	if err := n.mem.Append(ents); err != nil {
 		return nil, fmt.Errorf("replication: %w", err)
@@ -611,6 +620,27 @@ func (n *Node) addLearners() {
 			n.log.Warn("could not propose adding an observer", "id", id, "err", err)
 		}
 		return
+	}
+}
+
+// Status is a node's raft state, for metrics and health checks.
+type Status struct {
+	Term    uint64 // the current term
+	Commit  uint64 // the highest log index this node knows to be committed
+	Applied uint64 // the highest log index applied to the state machine
+	// LeaderChanges counts the times this node came to know a new
+	// leader (itself included) since it started.
+	LeaderChanges uint64
+}
+
+// Status returns the node's raft state as its goroutines last recorded
+// it; the parts are read one at a time, not as one cut.
+func (n *Node) Status() Status {
+	return Status{
+		Term:          n.status.term.Load(),
+		Commit:        n.status.commit.Load(),
+		Applied:       n.status.applied.Load(),
+		LeaderChanges: n.status.leaderChanges.Load(),
 	}
 }
 
@@ -952,11 +982,18 @@ func (n *Node) failPending(err error) {
 }
 
 func (n *Node) dispatch(rd raft.Ready) {
+	if !raft.IsEmptyHardState(rd.HardState) {
+		n.status.term.Store(rd.HardState.Term)
+		n.status.commit.Store(rd.HardState.Commit)
+	}
 	if rd.SoftState != nil {
 		n.mu.Lock()
 		changed := n.lead != rd.SoftState.Lead
 		n.state, n.lead = rd.SoftState.RaftState, rd.SoftState.Lead
 		n.mu.Unlock()
+		if changed && rd.SoftState.Lead != raft.None {
+			n.status.leaderChanges.Add(1)
+		}
 		if changed {
 			n.failReads(ErrLeaderChanged)
 			select {

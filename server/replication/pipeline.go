@@ -317,6 +317,7 @@ func (n *Node) applyAll(tasks []applyTask) error {
 			if err == nil {
 				meta := r.snap.Metadata
 				n.applied, n.appliedTerm, n.conf = meta.Index, meta.Term, meta.ConfState
+				n.status.applied.Store(meta.Index)
 			}
 			r.done <- err
 		case t.snapshot != nil:
@@ -376,6 +377,7 @@ func (n *Node) apply(ents []raftpb.Entry) error {
 	n.cfg.FSM.Apply(ents)
 	last := ents[len(ents)-1]
 	n.applied, n.appliedTerm = last.Index, last.Term
+	n.status.applied.Store(last.Index)
 	for _, e := range ents {
 		n.appliedBytes += uint64(len(e.Data))
 	}

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"go.etcd.io/raft/v3/raftpb"
 )
@@ -22,6 +24,10 @@ type Disk struct {
 	retain  int
 	pending *Snapshot
 	id      Identity
+	// scheduled is set when purging runs on a schedule (Purge) rather
+	// than at every Compact; purgeMu keeps two purges apart.
+	scheduled atomic.Bool
+	purgeMu   sync.Mutex
 }
 
 // Identity returns who wrote the directory, as OpenDisk checked it.
@@ -171,8 +177,26 @@ func (d *Disk) OpenSnapshot(meta raftpb.SnapshotMetadata) (io.ReadCloser, error)
 }
 
 // Compact removes snapshots beyond the newest retain and the WAL segments
-// that only the removed snapshots needed.
+// that only the removed snapshots needed, unless PurgeOnSchedule was
+// called: Purge does it then.
 func (d *Disk) Compact(uint64) error {
+	if d.scheduled.Load() {
+		return nil
+	}
+	return d.Purge()
+}
+
+// PurgeOnSchedule leaves purging to whoever calls Purge, as ZooKeeper's
+// autopurge.purgeInterval does, rather than to every Compact.
+func (d *Disk) PurgeOnSchedule() { d.scheduled.Store(true) }
+
+// Purge removes snapshots beyond the newest retain and the WAL segments
+// that only the removed snapshots needed. It may run beside the node's
+// appends and snapshots: the segment being appended to is never removed,
+// and a snapshot file being read stays readable.
+func (d *Disk) Purge() error {
+	d.purgeMu.Lock()
+	defer d.purgeMu.Unlock()
 	oldest, err := d.snaps.Purge(d.retain)
 	if err != nil {
 		return err

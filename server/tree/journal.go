@@ -56,24 +56,36 @@ func (t *Tree) Rollback() {
 		switch u.kind {
 		case undoCreate:
 			n := t.lookup(u.path)
-			parent := t.lookup(proto.Parent(u.path))
+			parentPath := proto.Parent(u.path)
+			parent := t.lookup(parentPath)
 			t.unlink(parent, u.path, n)
+			t.beforeChange(parentPath, parent)
 			parent.Cversion, parent.Pzxid = u.parentCversion, u.parentPzxid
+			t.afterChange(parentPath, parent)
 		case undoDelete:
-			parent := t.lookup(proto.Parent(u.path))
+			parentPath := proto.Parent(u.path)
+			parent := t.lookup(parentPath)
 			t.insert(parent, u.path, u.node)
+			t.beforeChange(parentPath, parent)
 			parent.Cversion, parent.Pzxid = u.parentCversion, u.parentPzxid
+			t.afterChange(parentPath, parent)
 		case undoSetData:
 			n := t.lookup(u.path)
+			t.beforeChange(u.path, n)
 			t.dataSize += int64(len(u.data) - len(n.Data))
 			n.Data, n.Version, n.Mzxid, n.Mtime = u.data, u.version, u.mzxid, u.mtime
+			t.afterChange(u.path, n)
 		case undoSetACL:
 			n := t.lookup(u.path)
+			t.beforeChange(u.path, n)
 			t.setACL(n, u.acl)
 			n.Aversion = u.version
+			t.afterChange(u.path, n)
 		case undoChildZxids:
 			n := t.lookup(u.path)
+			t.beforeChange(u.path, n)
 			n.Cversion, n.Pzxid = u.parentCversion, u.parentPzxid
+			t.afterChange(u.path, n)
 		}
 	}
 }

@@ -120,6 +120,9 @@ type Tree struct {
 	// dataSize is the sum of the lengths of every path and every node's data,
 	// as ZooKeeper's approximate data size.
 	dataSize int64
+	// digest is ZooKeeper's digest of the tree (see Digest).
+	// Invariant: the sum of nodeDigest over every node.
+	digest uint64
 
 	// quotas counts, by path, the zookeeper_limits nodes that give the
 	// path a quota (see quota.go).
@@ -162,6 +165,7 @@ func New(extended bool) *Tree {
 	t.root = &Node{Data: empty, acl: t.acls.intern(OpenACL)}
 	t.acls.acquire(t.root.acl)
 	t.count = 1
+	t.afterChange("/", t.root)
 	zk := &Node{Data: empty, acl: t.acls.intern(OpenACL)}
 	t.insert(t.root, ZookeeperPath, zk)
 	t.insert(zk, QuotaPath, &Node{Data: empty, acl: t.acls.intern(OpenACL)})
@@ -236,6 +240,7 @@ func (t *Tree) insert(parent *Node, path string, n *Node) {
 	t.count++
 	t.dataSize += int64(len(path) + len(n.Data))
 	t.index(path, n)
+	t.afterChange(path, n)
 }
 
 // unlink removes n, a leaf, from parent and from the indexes.
@@ -244,6 +249,7 @@ func (t *Tree) unlink(parent *Node, path string, n *Node) {
 		t.restoreParent = nil
 	}
 	delete(parent.children, proto.Base(path))
+	t.beforeChange(path, n)
 	t.acls.release(n.acl)
 	t.count--
 	t.dataSize -= int64(len(path) + len(n.Data))
@@ -296,10 +302,10 @@ func SequenceName(path string, parentCversion int32) string {
 // becomes zxid.
 func (t *Tree) Create(path string, data []byte, acl []proto.ACL, owner int64, zxid, time int64) *Node {
 	parent := t.lookup(proto.Parent(path))
-	n := t.add(parent, path, data, acl, owner, zxid, time)
-	parent.Cversion++
-	parent.Pzxid = zxid
-	return n
+	return t.add(parent, path, data, acl, owner, zxid, time, func() {
+		parent.Cversion++
+		parent.Pzxid = zxid
+	})
 }
 
 // CreateAt adds a node as ZooKeeper's DataTree.createNode applies a logged
@@ -310,23 +316,25 @@ func (t *Tree) Create(path string, data []byte, acl []proto.ACL, owner int64, zx
 // checked that the parent exists and the path does not.
 func (t *Tree) CreateAt(path string, data []byte, acl []proto.ACL, owner int64, parentCversion int32, zxid, time int64) *Node {
 	parent := t.lookup(proto.Parent(path))
-	n := t.add(parent, path, data, acl, owner, zxid, time)
-	if parentCversion == -1 {
-		parentCversion = parent.Cversion + 1
-	}
-	if parentCversion > parent.Cversion {
-		parent.Cversion, parent.Pzxid = parentCversion, zxid
-	}
-	return n
+	return t.add(parent, path, data, acl, owner, zxid, time, func() {
+		if parentCversion == -1 {
+			parentCversion = parent.Cversion + 1
+		}
+		if parentCversion > parent.Cversion {
+			parent.Cversion, parent.Pzxid = parentCversion, zxid
+		}
+	})
 }
 
 // add links a new node under parent, keeping what a cut and a rollback need
-// of the parent first; the caller then moves the parent's cversion and
+// of the parent first, and has moveParent move the parent's cversion and
 // pzxid.
-func (t *Tree) add(parent *Node, path string, data []byte, acl []proto.ACL, owner int64, zxid, time int64) *Node {
+func (t *Tree) add(parent *Node, path string, data []byte, acl []proto.ACL, owner int64, zxid, time int64, moveParent func()) *Node {
 	t.preserve(parent)
 	t.preserveChildren(parent)
 	t.record(undo{kind: undoCreate, path: path, parentCversion: parent.Cversion, parentPzxid: parent.Pzxid})
+	parentPath := proto.Parent(path)
+	t.beforeChange(parentPath, parent)
 	n := &Node{
 		Data: data, acl: t.acls.intern(acl),
 		Czxid: zxid, Mzxid: zxid, Pzxid: zxid,
@@ -334,6 +342,8 @@ func (t *Tree) add(parent *Node, path string, data []byte, acl []proto.ACL, owne
 		EphemeralOwner: owner,
 	}
 	t.insert(parent, path, n)
+	moveParent()
+	t.afterChange(parentPath, parent)
 	t.quotaCreated(path, len(data))
 	return n
 }
@@ -352,7 +362,9 @@ func (t *Tree) SetCversionPzxid(path string, cversion int32, zxid int64) {
 	}
 	t.preserve(n)
 	t.record(undo{kind: undoChildZxids, path: path, parentCversion: n.Cversion, parentPzxid: n.Pzxid})
+	t.beforeChange(path, n)
 	n.Cversion, n.Pzxid = cversion, zxid
+	t.afterChange(path, n)
 }
 
 // RaisePzxid sets the pzxid of the node at path, which must exist, to zxid
@@ -365,7 +377,9 @@ func (t *Tree) RaisePzxid(path string, zxid int64) {
 	}
 	t.preserve(n)
 	t.record(undo{kind: undoChildZxids, path: path, parentCversion: n.Cversion, parentPzxid: n.Pzxid})
+	t.beforeChange(path, n)
 	n.Pzxid = zxid
+	t.afterChange(path, n)
 }
 
 // Delete removes a node that has no children. The parent's pzxid becomes
@@ -381,9 +395,12 @@ func (t *Tree) Delete(path string, zxid int64) {
 	t.preserve(parent)
 	t.preserveChildren(parent)
 	t.record(undo{kind: undoDelete, path: path, node: n, parentCversion: parent.Cversion, parentPzxid: parent.Pzxid})
+	parentPath := proto.Parent(path)
+	t.beforeChange(parentPath, parent)
 	if zxid > parent.Pzxid {
 		parent.Pzxid = zxid
 	}
+	t.afterChange(parentPath, parent)
 	t.unlink(parent, path, n)
 	t.addQuotaUsage(path, -1, -int64(len(n.Data)))
 }
@@ -393,12 +410,14 @@ func (t *Tree) SetData(path string, data []byte, version int32, zxid, time int64
 	n := t.lookup(path)
 	t.preserve(n)
 	t.record(undo{kind: undoSetData, path: path, data: n.Data, version: n.Version, mzxid: n.Mzxid, mtime: n.Mtime})
+	t.beforeChange(path, n)
 	bytes := int64(len(data) - len(n.Data))
 	t.dataSize += bytes
 	n.Data = data
 	n.Version = version
 	n.Mzxid = zxid
 	n.Mtime = time
+	t.afterChange(path, n)
 	// Even a change of no bytes writes the stats again, in the form
 	// ZooKeeper writes them, as it does.
 	t.addQuotaUsage(path, 0, bytes)
@@ -410,8 +429,10 @@ func (t *Tree) SetACL(path string, acl []proto.ACL, aversion int32) *Node {
 	n := t.lookup(path)
 	t.preserve(n)
 	t.record(undo{kind: undoSetACL, path: path, acl: n.acl, version: n.Aversion})
+	t.beforeChange(path, n)
 	t.setACL(n, t.acls.intern(acl))
 	n.Aversion = aversion
+	t.afterChange(path, n)
 	return n
 }
 
@@ -540,6 +561,8 @@ func (t *Tree) InternACL(acl []proto.ACL) ACLRef { return t.acls.intern(acl) }
 func (t *Tree) Restore(path string, n *Node, acl ACLRef) error {
 	n.acl = acl
 	if path == "/" {
+		t.beforeChange(path, t.root)
+		t.afterChange(path, n)
 		n.children = t.root.children
 		t.dataSize += int64(len(n.Data) - len(t.root.Data))
 		t.acls.acquire(acl)
@@ -563,6 +586,8 @@ func (t *Tree) Restore(path string, n *Node, acl ACLRef) error {
 		// A node replaced may be the remembered parent.
 		t.restoreParent = nil
 		n.children = old.children
+		t.beforeChange(path, old)
+		t.afterChange(path, n)
 		t.dataSize += int64(len(n.Data) - len(old.Data))
 		t.acls.acquire(acl)
 		t.acls.release(old.acl)
