@@ -296,6 +296,13 @@ func TestZooKeeperDataMatchesZooKeeper(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// ZooKeeper logged the digest of its tree with each
+			// transaction; Collie's tree has ZooKeeper's digest.
+			if rep.LastDigest == nil {
+				t.Errorf("ZooKeeper 3.8 logged no digest with the last transaction")
+			} else if got := res.FSM.Tree().Digest(); got != rep.LastDigest.TreeDigest {
+				t.Errorf("the imported tree's digest is %d; ZooKeeper logged %d at zxid 0x%x", got, rep.LastDigest.TreeDigest, rep.LastZxid)
+			}
 
 			again := zkref.Start(t, opts...)
 			want := wireTree(t, again.Addr(), tree.ConfigPath)

@@ -49,6 +49,7 @@ func runImport(args []string, stdout, stderr io.Writer) int {
 	zkDataDir := fs.String("zk-data-dir", "", "ZooKeeper's dataDir, which holds version-2/snapshot.* (default: the dataDir of -c)")
 	zkLogDir := fs.String("zk-data-log-dir", "", "ZooKeeper's dataLogDir, which holds version-2/log.* (default: the dataLogDir of -c, or -zk-data-dir)")
 	drop := fs.Bool("drop-sessions", false, "close the sessions that were open, deleting their ephemeral nodes, instead of keeping them")
+	noDigest := fs.Bool("no-digest-check", false, "do not compare the tree with the digest ZooKeeper logged with its last transaction")
 	token := fs.String("ensemble-token", "", "for an ensemble: the same secret `string` on every member, from which, with the data, the members' shared session secret is made")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -57,7 +58,7 @@ func runImport(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	if err := importZooKeeper(importRequest{cfgPath: *cfgPath, zkDataDir: *zkDataDir, zkLogDir: *zkLogDir, drop: *drop, token: *token}, stdout, stderr); err != nil {
+	if err := importZooKeeper(importRequest{cfgPath: *cfgPath, zkDataDir: *zkDataDir, zkLogDir: *zkLogDir, drop: *drop, token: *token, noDigest: *noDigest}, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "collie import: %v\n", err)
 		return 1
 	}
@@ -66,7 +67,7 @@ func runImport(args []string, stdout, stderr io.Writer) int {
 
 type importRequest struct {
 	cfgPath, zkDataDir, zkLogDir string
-	drop                         bool
+	drop, noDigest               bool
 	token                        string
 }
 
@@ -104,10 +105,16 @@ func importZooKeeper(req importRequest, stdout, stderr io.Writer) error {
 	}
 	opts := fsm.Options{ExtendedTypes: cfg.ExtendedTypesEnabled}
 	conv := zkimport.Options{FSM: opts, DropSessions: req.drop}
+	if !req.noDigest {
+		conv.Digest = rep.LastDigest
+	}
 	if !cfg.Standalone {
 		conv.EnsembleToken = req.token
 	}
 	res, err := zkimport.Convert(db, conv)
+	if errors.Is(err, zkimport.ErrDigestMismatch) {
+		return fmt.Errorf("%w at zxid 0x%x: the files do not hold the tree ZooKeeper had; import another server's copy of the data (-zk-data-dir), or, knowing the tree may differ, use -no-digest-check", err, rep.LastZxid)
+	}
 	if err != nil {
 		return err
 	}
@@ -136,6 +143,14 @@ func importZooKeeper(req importRequest, stdout, stderr io.Writer) error {
 		if l.Torn {
 			fmt.Fprintf(stdout, "           %s ends with a write cut short at offset %d (%d bytes): never acknowledged, dropped\n", filepath.Base(l.File), l.Offset, l.TornBytes)
 		}
+	}
+	switch {
+	case conv.Digest != nil:
+		fmt.Fprintf(stdout, "digest     %d, as ZooKeeper logged it at zxid 0x%x\n", conv.Digest.TreeDigest, rep.LastZxid)
+	case req.noDigest:
+		fmt.Fprintf(stdout, "digest     not checked (-no-digest-check)\n")
+	default:
+		fmt.Fprintf(stdout, "digest     not checked: ZooKeeper logged none with its last transaction\n")
 	}
 	fmt.Fprintf(stdout, "znodes     %d\n", seeded.Nodes)
 	if req.drop {

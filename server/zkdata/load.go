@@ -41,6 +41,10 @@ type Report struct {
 	// FirstZxid and LastZxid are the first and last of them (0 if none).
 	Applied             int
 	FirstZxid, LastZxid int64
+	// LastDigest is the digest of ZooKeeper's tree that the last
+	// transaction replayed was logged with, nil when it had none (digests
+	// disabled, or ZooKeeper before 3.6) or no transaction was replayed.
+	LastDigest *TxnDigest
 }
 
 // Skipped is a snapshot Load could not use.
@@ -125,6 +129,7 @@ func Load(opts LoadOptions) (*DataTree, *Report, error) {
 			}
 			prev = txn.Zxid
 			t.Apply(txn)
+			rep.LastDigest = txn.Digest
 			lr.Applied++
 			rep.Applied++
 			if rep.FirstZxid == 0 {

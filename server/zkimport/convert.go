@@ -7,6 +7,7 @@ package zkimport
 
 import (
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -31,6 +32,10 @@ type Options struct {
 	DropSessions bool
 	// Now is the time of the closes DropSessions makes; zero means now.
 	Now time.Time
+	// Digest, when set, is the digest ZooKeeper logged with the
+	// database's last transaction (zkdata.Report.LastDigest): Convert
+	// refuses a tree whose digest differs.
+	Digest *zkdata.TxnDigest
 	// Secret is the new ensemble's session secret. When nil, it is made
 	// from EnsembleToken and the data (EnsembleSecret), so that every
 	// member importing the same data gets the same one, or at random for
@@ -52,8 +57,14 @@ type Result struct {
 	Dropped map[int64]int
 }
 
-// Convert makes Collie's state from a ZooKeeper database. The database is
-// changed when DropSessions closes its sessions.
+// ErrDigestMismatch is returned by Convert when the tree it made does not
+// have the digest ZooKeeper logged for it.
+var ErrDigestMismatch = errors.New("zkimport: the tree's digest is not ZooKeeper's")
+
+// Convert makes Collie's state from a ZooKeeper database. With
+// opts.Digest, it first checks that the tree has the digest ZooKeeper
+// logged with its last transaction; then, with DropSessions, it closes the
+// sessions.
 func Convert(t *zkdata.DataTree, opts Options) (*Result, error) {
 	if t.LastZxid < 0 {
 		return nil, fmt.Errorf("zkimport: the ZooKeeper database is at zxid %d", t.LastZxid)
@@ -64,21 +75,15 @@ func Convert(t *zkdata.DataTree, opts Options) (*Result, error) {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	if opts.DropSessions {
-		now := opts.Now
-		if now.IsZero() {
-			now = time.Now()
-		}
-		res.Dropped = make(map[int64]int, len(ids))
-		for _, id := range ids {
-			res.Dropped[id] = len(t.Ephemerals(id))
-			t.Apply(&zkdata.Txn{Header: zkdata.Header{Session: id, Zxid: t.LastZxid + 1, Time: now.UnixMilli(), Type: proto.OpCloseSession}})
-		}
-		ids = nil
-	}
 	secret := opts.Secret
 	if secret == nil && opts.EnsembleToken != "" {
-		secret = EnsembleSecret(Digest(t), opts.EnsembleToken)
+		// Members that import the same data with the same choice about
+		// sessions get the same secret.
+		token := opts.EnsembleToken
+		if opts.DropSessions {
+			token += "\x00drop-sessions"
+		}
+		secret = EnsembleSecret(Digest(t), token)
 	}
 	if secret == nil {
 		secret = make([]byte, fsm.SecretLen)
@@ -99,7 +104,6 @@ func Convert(t *zkdata.DataTree, opts Options) (*Result, error) {
 				return nil
 			}
 			s := n.Stat
-			res.Nodes++
 			return add(path, &tree.Node{
 				Data:  n.Data,
 				Czxid: s.Czxid, Mzxid: s.Mzxid, Pzxid: s.Pzxid,
@@ -112,6 +116,28 @@ func Convert(t *zkdata.DataTree, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("zkimport: %w", err)
 	}
-	res.FSM, res.LastZxid, res.Sessions = f, t.LastZxid, len(st.Sessions)
+	if d := opts.Digest; d != nil {
+		// Nodes under /zookeeper/ count for nothing in the digest, so
+		// leaving ZooKeeper's /zookeeper/config out changes nothing.
+		if got := f.Tree().Digest(); got != d.TreeDigest {
+			return nil, fmt.Errorf("%w: ZooKeeper logged %d with its last transaction, the tree made from its files has %d", ErrDigestMismatch, d.TreeDigest, got)
+		}
+	}
+	if opts.DropSessions {
+		now := opts.Now
+		if now.IsZero() {
+			now = time.Now()
+		}
+		res.Dropped = make(map[int64]int, len(ids))
+		for _, id := range ids {
+			res.Dropped[id] = len(t.Ephemerals(id))
+			r := f.ApplyZooKeeper(&zkdata.Txn{Header: zkdata.Header{Session: id, Zxid: f.LastZxid() + 1, Time: now.UnixMilli(), Type: proto.OpCloseSession}})
+			if r.Zxid == 0 {
+				return nil, fmt.Errorf("zkimport: close session %#x: %v", id, r.Err)
+			}
+		}
+	}
+	res.FSM, res.LastZxid = f, f.LastZxid()
+	res.Nodes, res.Sessions = f.Tree().Len(), len(f.Sessions())
 	return res, nil
 }
