@@ -325,7 +325,7 @@ func (a *adminBackend) LastSnapshot() (admin.Snapshot, bool) {
 	return newest, found
 }
 
-func (a *adminBackend) ResetServerStats() { a.latency.reset() }
+func (a *adminBackend) ResetServerStats() { a.latency.Reset() }
 
 func (a *adminBackend) ResetConnectionStats() {
 	for _, c := range (*Server)(a).connections() {

@@ -12,10 +12,10 @@ import (
 	"github.com/collie-io/collie/server/conn"
 	"github.com/collie-io/collie/server/fsm"
 	"github.com/collie-io/collie/server/krbname"
+	"github.com/collie-io/collie/server/localread"
 	"github.com/collie-io/collie/server/sasl"
 	"github.com/collie-io/collie/server/session"
 	"github.com/collie-io/collie/server/tree"
-	"github.com/collie-io/collie/server/watch"
 )
 
 var _ conn.Backend = (*Server)(nil)
@@ -270,9 +270,8 @@ func (s *Server) Touch(id int64) {
 
 // Detach forgets a closed connection and its watches.
 func (s *Server) Detach(c *conn.Conn) {
-	s.wmu.Lock()
-	s.watches.RemoveWatcher(c)
-	s.wmu.Unlock()
+	// Not localState: mu is not held here, and Forget needs no state.
+	localread.State{WatchMu: &s.wmu, Watches: s.watches}.Forget(c)
 	s.smu.Lock()
 	delete(s.conns, c)
 	delete(s.readOnly, c)
@@ -300,23 +299,14 @@ func (s *Server) Write(c *conn.Conn, op proto.OpCode, body []byte, auth []proto.
 // super before digest, which decides where they fall in the order it
 // lists them (tree.ConnOrder).
 func (s *Server) Authenticate(c *conn.Conn, scheme string, auth []byte) ([]proto.ID, bool) {
-	switch scheme {
-	case tree.SchemeDigest:
-		// Every input is an identity, even one without a colon.
-		id := proto.ID{Scheme: tree.SchemeDigest, ID: tree.DigestID(string(auth))}
-		if s.cfg.SuperDigest != "" && id.ID == s.cfg.SuperDigest {
-			return []proto.ID{{Scheme: tree.SchemeSuper, ID: ""}, id}, true
-		}
-		return []proto.ID{id}, true
-	case tree.SchemeIP:
-		return []proto.ID{{Scheme: tree.SchemeIP, ID: c.RemoteIP()}}, true
-	case tree.SchemeX509:
-		// ZooKeeper's X509AuthenticationProvider ignores the packet's
-		// data and authenticates the connection's certificate again:
-		// the identities it already has, or a failure without one.
-		if ids := c.CertIDs(); len(ids) > 0 && s.cfg.X509Scheme() {
-			return ids, true
-		}
+	if ids, ok := tree.AuthIdentities(scheme, auth, c.RemoteIP(), s.cfg.SuperDigest); ok {
+		return ids, true
+	}
+	// ZooKeeper's X509AuthenticationProvider ignores the packet's data
+	// and authenticates the connection's certificate again: the
+	// identities it already has, or a failure without one.
+	if ids := c.CertIDs(); scheme == tree.SchemeX509 && len(ids) > 0 && s.cfg.X509Scheme() {
+		return ids, true
 	}
 	return nil, false
 }
@@ -437,114 +427,13 @@ func (a *appliedState) Read(c *conn.Conn, op proto.OpCode, req proto.Record, aut
 
 // local answers a local request. Called with mu held for reading.
 func (s *Server) local(c *conn.Conn, op proto.OpCode, req proto.Record, auth []proto.ID) conn.Reply {
-	switch op {
-	case proto.OpPing:
-		return conn.Reply{}
-	case proto.OpWhoAmI:
-		return conn.Reply{Resp: &proto.WhoAmIResponse{ClientInfo: fsm.WhoAmI(auth)}}
-	case proto.OpReconfig:
-		return conn.Reply{Err: proto.ErrReconfigDisabled}
-	case proto.OpDeleteContainer:
-		// Only the server's own sweeper deletes containers.
-		return conn.Reply{Err: proto.ErrBadArguments}
-	case proto.OpSetWatches, proto.OpSetWatches2:
-		s.setWatches(c, req)
-		return conn.Reply{}
-	case proto.OpAddWatch:
-		r := req.(*proto.AddWatchRequest)
-		kind := watch.Persistent
-		if r.Mode == proto.AddWatchPersistentRecursive {
-			kind = watch.PersistentRecursive
-		} else if r.Mode != proto.AddWatchPersistent {
-			// ZooKeeper fails to map an unknown mode and answers with a
-			// marshalling error.
-			return conn.Reply{Err: proto.ErrMarshallingError}
-		}
-		s.wmu.Lock()
-		s.watches.Add(c, r.Path, kind)
-		s.wmu.Unlock()
-		return conn.Reply{Resp: &proto.ErrorResponse{Err: proto.OK}}
-	case proto.OpCheckWatches, proto.OpRemoveWatches:
-		var path string
-		var typ proto.WatcherType
-		if r, ok := req.(*proto.CheckWatchesRequest); ok {
-			path, typ = r.Path, r.Type
-		} else {
-			r := req.(*proto.RemoveWatchesRequest)
-			path, typ = r.Path, r.Type
-		}
-		s.wmu.Lock()
-		var found bool
-		if op == proto.OpCheckWatches {
-			found = s.watches.Contains(c, path, typ)
-		} else {
-			found = s.watches.Remove(c, path, typ)
-		}
-		s.wmu.Unlock()
-		if !found {
-			return conn.Reply{Err: proto.ErrNoWatcher}
-		}
-		return conn.Reply{}
-	}
-	if !op.IsRead() {
-		return conn.Reply{Err: proto.ErrUnimplemented}
-	}
-	resp, code := s.fsm.Read(c.Session(), op, req, auth)
-	if code == proto.OK {
-		s.observeRead(req, resp)
-	}
-	if path, kind, ok := watchOf(req, code); ok {
-		s.wmu.Lock()
-		s.watches.Add(c, path, kind)
-		s.wmu.Unlock()
-	}
-	return conn.Reply{Err: code, Resp: resp}
+	return s.localState().Answer(c, op, req, auth)
 }
 
-// watchOf returns the watch a read asks to set: exists sets one whether or
-// not the node exists; getData and getChildren only when they succeed.
-func watchOf(req proto.Record, code proto.Code) (string, watch.Kind, bool) {
-	switch r := req.(type) {
-	case *proto.ExistsRequest:
-		if r.Watch && (code == proto.OK || code == proto.ErrNoNode) {
-			if code == proto.OK {
-				return r.Path, watch.Data, true
-			}
-			return r.Path, watch.Exist, true
-		}
-	case *proto.GetDataRequest:
-		return r.Path, watch.Data, r.Watch && code == proto.OK
-	case *proto.GetChildrenRequest:
-		return r.Path, watch.Child, r.Watch && code == proto.OK
-	case *proto.GetChildren2Request:
-		return r.Path, watch.Child, r.Watch && code == proto.OK
-	}
-	return "", 0, false
-}
-
-// setWatches re-arms a reconnecting client's watches and fires those whose
-// change it missed. Called with mu held for reading.
-func (s *Server) setWatches(c *conn.Conn, req proto.Record) {
-	var sw proto.SetWatches2
-	switch r := req.(type) {
-	case *proto.SetWatches:
-		sw = proto.SetWatches2{RelativeZxid: r.RelativeZxid, DataWatches: r.DataWatches, ExistWatches: r.ExistWatches, ChildWatches: r.ChildWatches}
-	case *proto.SetWatches2:
-		sw = *r
-	}
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	t := s.fsm.Tree()
-	deliveries := s.watches.SetWatches(c, &sw, func(path string) watch.NodeInfo {
-		n, ok := t.Get(path)
-		if !ok {
-			return watch.NodeInfo{}
-		}
-		return watch.NodeInfo{Exists: true, Mzxid: n.Mzxid, Pzxid: n.Pzxid}
-	})
-	for _, d := range deliveries {
-		d.Watcher.Notify(d.Event)
-	}
+// localState is the state as localread sees it. Called with mu held.
+func (s *Server) localState() localread.State {
+	return localread.State{FSM: s.fsm, WatchMu: &s.wmu, Watches: s.watches,
+		ObserveRead: s.observeRead, ObserveWatches: s.observeWatches}
 }
 
 // sync waits until this server has applied everything committed when the

@@ -10,12 +10,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/collie-io/collie/server/config"
 	"github.com/collie-io/collie/server/conn"
 	"github.com/collie-io/collie/server/fsm"
+	"github.com/collie-io/collie/server/reqstats"
 	"github.com/collie-io/collie/server/session"
 )
 
@@ -23,62 +23,6 @@ import (
 // Tools parse these lines for "3.8", so Collie states the ZooKeeper
 // version it speaks, then its own.
 var Version = "3.8.0-collie-dev"
-
-// latency aggregates request latencies for srvr, stat and mntr.
-type latency struct {
-	mu              sync.Mutex
-	received, sent  int64
-	min, max, total time.Duration
-	count           int64
-}
-
-func (l *latency) observe(d time.Duration) {
-	l.mu.Lock()
-	if l.count == 0 || d < l.min {
-		l.min = d
-	}
-	l.max = max(l.max, d)
-	l.total += d
-	l.count++
-	l.sent++
-	l.mu.Unlock()
-}
-
-func (l *latency) packet() {
-	l.mu.Lock()
-	l.received++
-	l.mu.Unlock()
-}
-
-func (l *latency) reset() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	// Field by field: overwriting the struct would overwrite the held lock.
-	l.received, l.sent = 0, 0
-	l.min, l.max, l.total = 0, 0, 0
-	l.count = 0
-}
-
-func (l *latency) summary() (minMs int64, avgMs string, maxMs int64, received, sent int64) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	avg := 0.0
-	if l.count > 0 {
-		avg = float64(l.total.Microseconds()) / float64(l.count) / 1000
-	}
-	return l.min.Milliseconds(), javaDouble(avg), l.max.Milliseconds(), l.received, l.sent
-}
-
-// javaDouble formats a float as Java's Double.toString does for the
-// values latencies take ("0.0", "11.0", "0.25"), which is what tools that
-// parse srvr and mntr have seen from ZooKeeper.
-func javaDouble(v float64) string {
-	s := strconv.FormatFloat(v, 'f', -1, 64)
-	if !strings.Contains(s, ".") {
-		s += ".0"
-	}
-	return s
-}
 
 // defaultTraceMask is ZooKeeper's trace mask before any stmk: client
 // requests, server packets, sessions and warnings.
@@ -138,7 +82,7 @@ func (s *Server) FourLetter(cmd string, arg func() (int64, bool)) (string, bool)
 		}
 		return "Connection stats reset.\n", true
 	case "srst":
-		s.latency.reset()
+		s.latency.Reset()
 		return "Server stats reset.\n", true
 	case "envi":
 		return s.envi(), true
@@ -243,35 +187,23 @@ func (s *Server) mode() string {
 }
 
 func (s *Server) srvr(withClients bool) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Zookeeper version: %s, built on %s\n", Version, buildDate)
-	if s.readOnlyMode() {
-		b.WriteString("READ-ONLY mode; serving only read-only clients\n")
-	}
 	conns := s.connections()
-	if withClients {
-		b.WriteString("Clients:\n")
-		for _, c := range conns {
-			b.WriteString(c.ConsLine())
-		}
-		b.WriteString("\n")
-	}
-	minL, avgL, maxL, recv, sent := s.latency.summary()
-	outstanding := 0
+	r := reqstats.Srvr{Version: VersionLine(), ReadOnly: s.readOnlyMode(), WithClients: withClients,
+		Connections: len(conns), Mode: s.mode()}
 	for _, c := range conns {
-		outstanding += c.Outstanding()
+		if withClients {
+			r.Clients = append(r.Clients, c.ConsLine())
+		}
+		r.Outstanding += c.Outstanding()
 	}
 	s.mu.RLock()
-	zxid, nodes := s.fsm.LastZxid(), s.fsm.Tree().Len()
+	r.Zxid, r.Nodes = s.fsm.LastZxid(), s.fsm.Tree().Len()
 	s.mu.RUnlock()
-	fmt.Fprintf(&b, "Latency min/avg/max: %d/%s/%d\n", minL, avgL, maxL)
-	fmt.Fprintf(&b, "Received: %d\nSent: %d\nConnections: %d\nOutstanding: %d\n", recv, sent, len(conns), outstanding)
-	fmt.Fprintf(&b, "Zxid: 0x%x\nMode: %s\nNode count: %d\n", zxid, s.mode(), nodes)
-	return b.String()
+	return s.latency.Format(r)
 }
 
 func (s *Server) mntr() string {
-	minL, avgL, maxL, recv, sent := s.latency.summary()
+	minL, avgL, maxL, recv, sent := s.latency.Summary()
 	conns := s.connections()
 	outstanding := 0
 	for _, c := range conns {
@@ -288,7 +220,7 @@ func (s *Server) mntr() string {
 	sessions := s.tracker.Len()
 	s.smu.Unlock()
 	lines := [][2]string{
-		{"zk_version", Version + ", built on " + buildDate},
+		{"zk_version", VersionLine()},
 		{"zk_server_state", s.mode()},
 		{"zk_avg_latency", avgL},
 		{"zk_max_latency", fmt.Sprint(maxL)},
@@ -376,7 +308,7 @@ func (s *Server) envi() string {
 	wd, _ := os.Getwd()
 	lines := []string{
 		"Environment:",
-		"zookeeper.version=" + Version + ", built on " + buildDate,
+		"zookeeper.version=" + VersionLine(),
 		"host.name=" + host,
 		"go.version=" + runtime.Version(),
 		"os.name=" + runtime.GOOS,
@@ -471,6 +403,10 @@ func openFDs() int {
 }
 
 var buildDate = "1970-01-01 00:00 UTC"
+
+// VersionLine is the version as srvr, mntr and envi report it, with the
+// build date after it, as ZooKeeper's.
+func VersionLine() string { return Version + ", built on " + buildDate }
 
 // hash lists the digest log as ZooKeeper's hash does: a line of the zxid
 // in hex and the tree's digest after it, for every 128th transaction.

@@ -315,7 +315,7 @@ func (s *Server) MetricsAddr() net.Addr { return s.metricsPort.addr() }
 
 // observeReply feeds a client reply to the latency metrics.
 func (s *Server) observeReply(write bool, latency time.Duration, size int) {
-	s.latency.observe(latency)
+	s.latency.Observe(latency)
 	if write {
 		s.metrics.Summary(metrics.UpdateLatency).Observe(ms(latency))
 	} else {
@@ -327,7 +327,7 @@ func (s *Server) observeReply(write bool, latency time.Duration, size int) {
 
 // observeRequest counts a client's request packet.
 func (s *Server) observeRequest(size int) {
-	s.latency.packet()
+	s.latency.Packet()
 	s.metrics.Counter(metrics.BytesReceivedCount).Add(float64(size))
 }
 

@@ -26,11 +26,11 @@ import (
 	"github.com/collie-io/collie/server/metrics"
 	"github.com/collie-io/collie/server/peer"
 	"github.com/collie-io/collie/server/replication"
+	"github.com/collie-io/collie/server/reqstats"
 	"github.com/collie-io/collie/server/session"
 	"github.com/collie-io/collie/server/storage"
 	"github.com/collie-io/collie/server/tlsconfig"
 	"github.com/collie-io/collie/server/tlssniff"
-	"github.com/collie-io/collie/server/tree"
 	"github.com/collie-io/collie/server/watch"
 )
 
@@ -135,7 +135,7 @@ type Server struct {
 	// goUnlessClosed): Shutdown waits for wg only once closing is closed.
 	closeMu sync.Mutex
 	wg      sync.WaitGroup
-	latency latency
+	latency reqstats.Latency
 	admin   adminServer
 	// metrics are what the metrics and admin ports serve at /metrics;
 	// counts are the counters they read that no other part keeps;
@@ -916,18 +916,7 @@ func (sm *stateMachine) Apply(ents []raftpb.Entry) {
 
 // notify queues the watch events of one applied entry. Called with mu held.
 func (s *Server) notify(res fsm.Result) {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	for _, ev := range res.Events {
-		fired := s.watches.Trigger(ev.Type, ev.Path)
-		s.observeWatches(ev.Type, len(fired))
-		for _, d := range fired {
-			// A one-shot watch is spent even when its event is withheld.
-			if tree.CheckACL(ev.ACL, proto.PermRead, d.Watcher.Auth(), s.fsm.ReadRules()) {
-				d.Watcher.Notify(d.Event)
-			}
-		}
-	}
+	s.localState().Notify(res.Events)
 }
 
 // BeginSnapshot freezes the state between two applies and returns the

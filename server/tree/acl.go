@@ -478,3 +478,23 @@ func DigestID(auth string) string {
 	sum := sha1.Sum([]byte(auth))
 	return user + ":" + base64.StdEncoding.EncodeToString(sum[:])
 }
+
+// AuthIdentities returns the identities an auth packet of the digest or
+// ip scheme adds to a connection from remoteIP, as ZooKeeper's providers
+// make them: every digest input is an identity, even one without a colon,
+// and the super user's (superDigest, the digest identity
+// DigestAuthenticationProvider.superDigest names) comes first with
+// super:. ok is false for any other scheme.
+func AuthIdentities(scheme string, auth []byte, remoteIP, superDigest string) (ids []proto.ID, ok bool) {
+	switch scheme {
+	case SchemeDigest:
+		id := proto.ID{Scheme: SchemeDigest, ID: DigestID(string(auth))}
+		if superDigest != "" && id.ID == superDigest {
+			return []proto.ID{{Scheme: SchemeSuper, ID: ""}, id}, true
+		}
+		return []proto.ID{id}, true
+	case SchemeIP:
+		return []proto.ID{{Scheme: SchemeIP, ID: remoteIP}}, true
+	}
+	return nil, false
+}
