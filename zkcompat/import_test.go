@@ -157,41 +157,11 @@ func wireTree(t *testing.T, addr string, skip ...string) map[string]string {
 	if hdr, _, err := c.CallXid(-4, proto.OpAuth, &proto.AuthPacket{Scheme: "digest", Auth: []byte(superPassword)}); err != nil || hdr.Err != proto.OK {
 		t.Fatalf("addauth super: %v %v", hdr.Err, err)
 	}
-	out := map[string]string{}
-	var walk func(path string)
-	walk = func(path string) {
-		if slices.Contains(skip, path) {
-			return
-		}
-		var data proto.GetDataResponse
-		var acl proto.GetACLResponse
-		var kids proto.GetChildren2Response
-		for _, call := range []struct {
-			op   proto.OpCode
-			req  proto.Record
-			resp proto.Record
-		}{
-			{proto.OpGetData, &proto.GetDataRequest{Path: path}, &data},
-			{proto.OpGetACL, &proto.GetACLRequest{Path: path}, &acl},
-			{proto.OpGetChildren2, &proto.GetChildren2Request{Path: path}, &kids},
-		} {
-			code, err := c.Do(call.op, call.req, call.resp)
-			if err != nil || code != proto.OK {
-				t.Fatalf("%s %s: %v %v", call.op, path, code, err)
-			}
-		}
-		out[path] = nodeLine(data.Data, acl.ACL, data.Stat)
-		slices.Sort(kids.Children)
-		for _, k := range kids.Children {
-			walk(strings.TrimSuffix(path, "/") + "/" + k)
-		}
+	out, err := c.Tree(skip...)
+	if err != nil {
+		t.Fatal(err)
 	}
-	walk("/")
 	return out
-}
-
-func nodeLine(data []byte, acl []proto.ACL, st proto.Stat) string {
-	return fmt.Sprintf("data=%q acl=%v stat=%+v", data, acl, st)
 }
 
 // fsmTree returns the nodes of a state machine's tree as wireTree does.
@@ -204,7 +174,7 @@ func fsmTree(f *fsm.FSM, skip ...string) map[string]string {
 			return
 		}
 		n, _ := tr.Get(path)
-		out[path] = nodeLine(n.Data, tr.ACL(n), tr.Stat(n))
+		out[path] = zkwire.NodeLine(n.Data, tr.ACL(n), tr.Stat(n))
 		kids := n.Children()
 		slices.Sort(kids)
 		for _, k := range kids {
@@ -218,22 +188,8 @@ func fsmTree(f *fsm.FSM, skip ...string) map[string]string {
 // diffTrees reports the nodes that differ, at most a few.
 func diffTrees(t *testing.T, want, got map[string]string) {
 	t.Helper()
-	var bad []string
-	for p, w := range want {
-		if g, ok := got[p]; !ok {
-			bad = append(bad, fmt.Sprintf("%s missing; ZooKeeper has %s", p, w))
-		} else if g != w {
-			bad = append(bad, fmt.Sprintf("%s differs:\n  ZooKeeper: %s\n  Collie:    %s", p, w, g))
-		}
-	}
-	for p, g := range got {
-		if _, ok := want[p]; !ok {
-			bad = append(bad, fmt.Sprintf("%s is extra: %s", p, g))
-		}
-	}
-	slices.Sort(bad)
-	if len(bad) > 0 {
-		t.Errorf("%d of %d nodes differ:\n%s", len(bad), len(want), strings.Join(bad[:min(len(bad), 8)], "\n"))
+	if d := zkwire.DiffTrees(want, got); d != "" {
+		t.Error(d)
 	}
 }
 

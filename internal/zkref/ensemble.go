@@ -108,11 +108,8 @@ func (e *Ensemble) start(i int) {
 	var b strings.Builder
 	b.WriteString(zooCfg(e.ports[i].client, o))
 	fmt.Fprintf(&b, "initLimit=%d\nsyncLimit=%d\n", ensembleInitLimit, ensembleSyncLimit)
-	for j, p := range e.ports {
-		fmt.Fprintf(&b, "server.%d=127.0.0.1:%d:%d\n", j+1, p.peer, p.election)
-	}
-	for _, obs := range e.observers {
-		fmt.Fprintf(&b, "server.%d=127.0.0.1:%d:%d:observer\n", obs.id, obs.ports.peer, obs.ports.election)
+	for _, line := range e.ServerLines() {
+		b.WriteString(line + "\n")
 	}
 	s, err := launch(e.dirs[i], o, e.ports[i].client, b.String(), quorumMainClass)
 	if err != nil {
@@ -154,6 +151,20 @@ func (e *Ensemble) QuorumAddrs() []string {
 		addrs[i] = net.JoinHostPort("127.0.0.1", strconv.Itoa(p.peer))
 	}
 	return addrs
+}
+
+// ServerLines returns the zoo.cfg lines that list the ensemble's servers,
+// the observers WithObserver adds included: what a zoo.cfg of an observer
+// the test runs itself lists.
+func (e *Ensemble) ServerLines() []string {
+	var lines []string
+	for j, p := range e.ports {
+		lines = append(lines, fmt.Sprintf("server.%d=127.0.0.1:%d:%d", j+1, p.peer, p.election))
+	}
+	for _, obs := range e.observers {
+		lines = append(lines, fmt.Sprintf("server.%d=127.0.0.1:%d:%d:observer", obs.id, obs.ports.peer, obs.ports.election))
+	}
+	return lines
 }
 
 // Limits returns the initLimit and syncLimit of the members' zoo.cfg, in
