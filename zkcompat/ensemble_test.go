@@ -378,14 +378,11 @@ func TestKazooReadOnlyMode(t *testing.T) {
 	})
 }
 
-// testKazooReadOnly writes what read_only.py expects, kills every server
-// but the last with kill, waits until the last says it is read-only, and
-// runs the script against it.
-func testKazooReadOnly(t *testing.T, python string, addrs []string, kill func(int)) {
-	last := len(addrs) - 1
-	// Written through the last server, which answers once it has applied
-	// the writes: it has them when it loses its quorum.
-	c, _, err := zk.Connect(addrs[last:], 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(discardZKLog{}))
+// writeKazooRO creates, through a client of addrs, the nodes read_only.py
+// reads: /kazoo-ro ("v1") and its one child.
+func writeKazooRO(t *testing.T, addrs []string) {
+	t.Helper()
+	c, _, err := zk.Connect(addrs, 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(discardZKLog{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,6 +392,16 @@ func testKazooReadOnly(t *testing.T, python string, addrs []string, kill func(in
 			t.Fatalf("create %s: %v", p, err)
 		}
 	}
+}
+
+// testKazooReadOnly writes what read_only.py expects, kills every server
+// but the last with kill, waits until the last says it is read-only, and
+// runs the script against it.
+func testKazooReadOnly(t *testing.T, python string, addrs []string, kill func(int)) {
+	last := len(addrs) - 1
+	// Written through the last server, which answers once it has applied
+	// the writes: it has them when it loses its quorum.
+	writeKazooRO(t, addrs[last:])
 	for i := range last {
 		kill(i)
 	}

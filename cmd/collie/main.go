@@ -29,6 +29,7 @@ import (
 	"github.com/collie-io/collie/internal/sdnotify"
 	"github.com/collie-io/collie/server"
 	"github.com/collie-io/collie/server/config"
+	"github.com/collie-io/collie/server/follow"
 )
 
 func main() {
@@ -99,6 +100,7 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 	memProfile := fs.String("memprofile", "", "write a heap profile to `file` at shutdown")
 	zooEnv := fs.Bool("zoo-env", false, "configure from the environment as the zookeeper Docker image does: $ZOO_CONF_DIR/zoo.cfg when it exists, else one made from the ZOO_* variables (see README)")
 	devEnsemble := fs.Int("dev-ensemble", 0, "run a local ensemble of `n` servers in this process, for trying one out: client ports from -port (2181) up, peer ports 707 above them, data under -data-dir/dev-ensemble")
+	followZK := fs.Bool("follow-zookeeper", false, "follow the ZooKeeper ensemble that -c's zoo.cfg describes, as its observer server.<myid>, and serve its data to read-only clients; nothing is written to the data directory")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -184,6 +186,13 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
+	if *followZK {
+		if *cfgPath == "" && !*zooEnv {
+			fmt.Fprintln(stderr, "collie server: -follow-zookeeper needs the ensemble's zoo.cfg (-c)")
+			return 2
+		}
+		return runFollower(cfg, logger, stderr)
+	}
 	srv, err := server.New(cfg, logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "collie server: %v\n", err)
@@ -221,6 +230,36 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// runFollower runs a read-only follower of a ZooKeeper ensemble until a
+// signal stops it.
+func runFollower(cfg config.Config, logger *slog.Logger, stderr io.Writer) int {
+	f, err := follow.New(cfg, follow.Options{Version: server.VersionLine(), Logger: logger})
+	if err != nil {
+		fmt.Fprintf(stderr, "collie server: %v\n", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	logger.Info("following the ZooKeeper ensemble", "clientAddr", f.Addr().String())
+	errc := make(chan error, 1)
+	go func() { errc <- f.Run(ctx) }()
+	ready := f.Ready()
+	for {
+		select {
+		case <-ready:
+			ready = nil
+			notifySystemd(logger, sdnotify.Ready, sdnotify.Status("serving read-only clients"))
+		case err := <-errc:
+			notifySystemd(logger, sdnotify.Stopping)
+			if err != nil && !errors.Is(err, context.Canceled) {
+				fmt.Fprintf(stderr, "collie server: %v\n", err)
+				return 1
+			}
+			return 0
+		}
+	}
 }
 
 // notifySystemd tells systemd, when it started the server as a Type=notify

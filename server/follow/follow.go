@@ -1,0 +1,337 @@
+// Package follow owns a Collie server that follows a running Apache
+// ZooKeeper 3.8 ensemble as one of its observers and serves its data to
+// read-only clients: it keeps a copy of the ensemble's state in memory,
+// current with every transaction the leader commits, and answers reads and
+// watches from it as a ZooKeeper server in read-only mode does.
+//
+// # Goroutines
+//
+// Run runs the follow loop, which alone changes the state, and the accept
+// loop; each client connection runs in goroutines of its own (conn.Serve).
+// The state is replaced or changed under mu's write lock and read under
+// its read lock; a change fires its watches before the lock is released,
+// so a client gets a watch event before any reply that shows the change.
+// smu guards the set of connections and whether they are served: losing
+// the leader closes every connection under it, and a session opened after
+// that is refused until the copy is in sync again.
+package follow
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/collie-io/collie/server/config"
+	"github.com/collie-io/collie/server/conn"
+	"github.com/collie-io/collie/server/fsm"
+	"github.com/collie-io/collie/server/localread"
+	"github.com/collie-io/collie/server/session"
+	"github.com/collie-io/collie/server/watch"
+	"github.com/collie-io/collie/server/zkdata"
+	"github.com/collie-io/collie/server/zkimport"
+	"github.com/collie-io/collie/server/zkquorum"
+)
+
+// Options are what a Server needs besides its configuration.
+type Options struct {
+	// Version is what srvr, stat and mntr report as the ZooKeeper
+	// version.
+	Version string
+	Logger  *slog.Logger
+}
+
+// A Server follows a ZooKeeper ensemble and serves read-only sessions.
+type Server struct {
+	cfg     config.Config
+	opts    Options
+	log     *slog.Logger
+	quorum  zkquorum.Config
+	fsmOpts fsm.Options
+	started time.Time
+	ids     *session.Generator
+	// secret makes the passwords of read-only sessions, which live with
+	// their connection and are never resumed.
+	secret []byte
+	ln     net.Listener
+	stats  stats
+
+	// mu guards fsm, which the follow loop replaces or changes.
+	mu  sync.RWMutex
+	fsm *fsm.FSM
+
+	// wmu guards watches.
+	wmu     sync.Mutex
+	watches *watch.Registry[*conn.Conn]
+
+	// smu guards serving and conns.
+	smu     sync.Mutex
+	serving bool
+	conns   map[*conn.Conn]struct{}
+	// ready is closed the first time the copy is in sync.
+	ready     chan struct{}
+	readyOnce sync.Once
+}
+
+// New checks that cfg describes a ZooKeeper ensemble that lists this
+// server (myid) as an observer, and listens on its client port. Run
+// follows and serves.
+func New(cfg config.Config, opts Options) (*Server, error) {
+	quorum, err := quorumConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	quorum.Logger = opts.Logger.With("component", "zkquorum")
+	secret := make([]byte, fsm.SecretLen)
+	if _, err := rand.Read(secret); err != nil {
+		return nil, fmt.Errorf("follow: session secret: %w", err)
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.ClientPortAddress, strconv.Itoa(cfg.ClientPort)))
+	if err != nil {
+		return nil, fmt.Errorf("follow: %w", err)
+	}
+	now := time.Now()
+	s := &Server{
+		cfg:     cfg,
+		opts:    opts,
+		log:     opts.Logger,
+		quorum:  quorum,
+		fsmOpts: fsm.Options{ExtendedTypes: cfg.ExtendedTypesEnabled},
+		started: now,
+		ids:     session.NewGenerator(cfg.ServerID, now),
+		secret:  secret,
+		ln:      ln,
+		watches: watch.New[*conn.Conn](),
+		conns:   map[*conn.Conn]struct{}{},
+		ready:   make(chan struct{}),
+	}
+	if s.fsm, err = s.emptyState(); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// quorumConfig is how zkquorum follows the ensemble cfg describes.
+func quorumConfig(cfg config.Config) (zkquorum.Config, error) {
+	q := zkquorum.Config{
+		ServerID:  int64(cfg.ServerID),
+		TickTime:  cfg.TickTime,
+		InitLimit: cfg.InitLimit,
+		SyncLimit: cfg.SyncLimit,
+		MaxPacket: cfg.JuteMaxBuffer,
+	}
+	observer := false
+	for _, s := range cfg.Servers {
+		switch {
+		case s.ID == cfg.ServerID:
+			observer = s.Observer
+		case !s.Observer:
+			q.Servers = append(q.Servers, zkquorum.Server{ID: int64(s.ID), Addr: net.JoinHostPort(s.Host, strconv.Itoa(s.PeerPort))})
+		}
+	}
+	switch {
+	case cfg.ServerID == 0:
+		return q, errors.New("follow: the configuration lists no ZooKeeper ensemble with this server in it (server.N lines and a myid file)")
+	case !observer:
+		return q, fmt.Errorf("follow: server.%d must be an observer of the ZooKeeper ensemble (server.%d=host:port:port:observer)", cfg.ServerID, cfg.ServerID)
+	case len(q.Servers) == 0:
+		return q, errors.New("follow: the configuration lists no ZooKeeper server to follow")
+	}
+	return q, nil
+}
+
+// Addr is the address the server listens on for clients.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Ready is closed once the server first serves clients.
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// Run follows the ensemble and serves clients until ctx ends, then closes
+// every connection and returns ctx's error once they are closed.
+func (s *Server) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	wg.Go(func() { s.accept(ctx, &wg) })
+	context.AfterFunc(ctx, func() { s.ln.Close() })
+	err := s.follow(ctx)
+	s.ln.Close()
+	s.setServing(false)
+	wg.Wait()
+	return err
+}
+
+// accept serves each client connection in goroutines of wg until the
+// listener closes.
+func (s *Server) accept(ctx context.Context, wg *sync.WaitGroup) {
+	for {
+		nc, err := s.ln.Accept()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return
+		}
+		wg.Go(func() {
+			conn.Serve(ctx, nc, s, conn.Config{
+				MaxBuffer:        s.cfg.JuteMaxBuffer,
+				HandshakeTimeout: min(10*time.Second, s.cfg.MaxSessionTimeout),
+				Logger:           s.log,
+				Observe:          s.stats.observe,
+				Received:         s.stats.packet,
+			})
+		})
+	}
+}
+
+// errResync says the copy must be dropped and taken again from scratch.
+var errResync = errors.New("follow: resync from an empty state")
+
+// follow keeps the copy current until ctx ends: from the state it has
+// across leader changes, from an empty one when it cannot go on from there.
+func (s *Server) follow(ctx context.Context) error {
+	for {
+		f, err := zkquorum.NewFollower(s.quorum, s.lastZxid())
+		if err != nil {
+			return fmt.Errorf("follow: %w", err)
+		}
+		err = s.followFrom(ctx, f)
+		f.Close()
+		if !errors.Is(err, errResync) {
+			return err
+		}
+		s.setServing(false)
+		empty, err := s.emptyState()
+		if err != nil {
+			return err
+		}
+		s.mu.Lock()
+		s.fsm = empty
+		s.mu.Unlock()
+	}
+}
+
+// followFrom applies f's events until ctx ends or the copy must be taken
+// again (errResync).
+func (s *Server) followFrom(ctx context.Context, f *zkquorum.Follower) error {
+	for {
+		ev, err := f.Next(ctx)
+		if err != nil {
+			return err
+		}
+		switch ev.Kind {
+		case zkquorum.EventSnapshot:
+			if err := s.load(ev); err != nil {
+				s.log.Error("cannot read the leader's snapshot", "zxid", zxidString(ev.Zxid), "err", err)
+				return errResync
+			}
+		case zkquorum.EventTrunc:
+			if ev.Zxid < s.lastZxid() {
+				// The copy has txns the new leader does not: it cannot
+				// take them back, so it starts over.
+				s.log.Info("the leader truncates the log behind this copy; taking the data again",
+					"truncate_to", zxidString(ev.Zxid), "zxid", zxidString(s.lastZxid()))
+				return errResync
+			}
+		case zkquorum.EventTxn:
+			if err := s.apply(ev.Txn); err != nil {
+				s.log.Error("cannot apply the leader's txn; taking the data again", "zxid", zxidString(ev.Txn.Header.Zxid), "err", err)
+				return errResync
+			}
+		case zkquorum.EventUpToDate:
+			s.log.Info("in sync with the ZooKeeper leader: serving read-only clients", "zxid", zxidString(s.lastZxid()))
+			s.setServing(true)
+		case zkquorum.EventDisconnected:
+			// As a ZooKeeper observer that loses its leader shuts its
+			// server down: clients go elsewhere, and come back once this
+			// copy is in sync again.
+			s.setServing(false)
+		}
+	}
+}
+
+// load replaces the copy with the leader's snapshot.
+func (s *Server) load(ev zkquorum.Event) error {
+	dt, err := zkdata.ReadSnapshotBody(ev.Snapshot, s.cfg.ExtendedTypesEnabled)
+	if err != nil {
+		return err
+	}
+	dt.LastZxid = ev.Zxid
+	res, err := zkimport.Convert(dt, zkimport.Options{FSM: s.fsmOpts, Secret: s.secret})
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.fsm = res.FSM
+	s.mu.Unlock()
+	s.log.Info("took the leader's snapshot", "zxid", zxidString(ev.Zxid), "nodes", res.Nodes, "sessions", res.Sessions)
+	return nil
+}
+
+// apply applies one committed txn and fires the watches it triggers.
+func (s *Server) apply(t zkquorum.Txn) error {
+	txn, err := zkdata.DecodeTxn(t.Data)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if last := s.fsm.LastZxid(); txn.Zxid <= last {
+		return fmt.Errorf("txn %s is not after the copy's last, %s", zxidString(txn.Zxid), zxidString(last))
+	}
+	res := s.fsm.ApplyZooKeeper(txn)
+	if len(res.Events) > 0 {
+		s.local().Notify(res.Events)
+	}
+	return nil
+}
+
+// emptyState is the state of a ZooKeeper ensemble that has no data yet.
+func (s *Server) emptyState() (*fsm.FSM, error) {
+	res, err := zkimport.Convert(zkdata.NewDataTree(s.cfg.ExtendedTypesEnabled), zkimport.Options{FSM: s.fsmOpts, Secret: s.secret})
+	if err != nil {
+		return nil, fmt.Errorf("follow: %w", err)
+	}
+	return res.FSM, nil
+}
+
+// local is the state as localread sees it. Called with mu held.
+func (s *Server) local() localread.State {
+	return localread.State{FSM: s.fsm, WatchMu: &s.wmu, Watches: s.watches}
+}
+
+func (s *Server) lastZxid() int64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.fsm.LastZxid()
+}
+
+// setServing starts or stops serving clients; stopping closes every
+// connection.
+func (s *Server) setServing(on bool) {
+	s.smu.Lock()
+	s.serving = on
+	var closing []*conn.Conn
+	if !on {
+		for c := range s.conns {
+			closing = append(closing, c)
+		}
+	}
+	s.smu.Unlock()
+	if on {
+		s.readyOnce.Do(func() { close(s.ready) })
+	}
+	for _, c := range closing {
+		c.Close()
+	}
+}
+
+func zxidString(z int64) string { return "0x" + strconv.FormatInt(z, 16) }
