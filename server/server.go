@@ -75,7 +75,6 @@ type Server struct {
 	// readOnly are the connections of read-only sessions (see
 	// openReadOnlySession), which end when a leader is back.
 	readOnly map[*conn.Conn]struct{}
-	perIP    map[string]int
 	waiters  map[uint64]waiter
 	reqSeq   uint64
 	// touched are the sessions with activity since the last report to the
@@ -111,7 +110,9 @@ type Server struct {
 
 	// ln is the client port's listener, nil without one; tlsLn that of
 	// the secure client port. Set by Run before lnReady is closed.
-	ln      net.Listener
+	ln net.Listener
+	// perIP counts client connections by address (maxClientCnxns).
+	perIP   conn.IPLimit
 	tlsLn   net.Listener
 	lnReady chan struct{}
 	// tls configures the handshakes of TLS clients; nil when the server
@@ -177,7 +178,7 @@ func New(cfg config.Config, logger *slog.Logger) (*Server, error) {
 		conns:       make(map[*conn.Conn]struct{}),
 		bySession:   make(map[int64]*conn.Conn),
 		readOnly:    make(map[*conn.Conn]struct{}),
-		perIP:       make(map[string]int),
+		perIP:       conn.IPLimit{Max: cfg.MaxClientCnxns},
 		waiters:     make(map[uint64]waiter),
 		lnReady:     make(chan struct{}),
 		fatalc:      make(chan struct{}),
@@ -708,27 +709,17 @@ func (s *Server) goUnlessClosed(f func()) bool {
 
 // admit enforces maxClientCnxns per client address.
 func (s *Server) admit(nc net.Conn) bool {
-	host, _, _ := net.SplitHostPort(nc.RemoteAddr().String())
-	s.smu.Lock()
-	defer s.smu.Unlock()
-	if limit := s.cfg.MaxClientCnxns; limit > 0 && s.perIP[host] >= limit {
-		s.log.Warn("too many connections from one address", "addr", host, "max", limit)
+	if !s.perIP.Admit(nc.RemoteAddr()) {
+		host, _, _ := net.SplitHostPort(nc.RemoteAddr().String())
+		s.log.Warn("too many connections from one address", "addr", host, "max", s.perIP.Max)
 		s.metrics.Counter(metrics.ConnectionRejected).Inc()
 		nc.Close()
 		return false
 	}
-	s.perIP[host]++
 	return true
 }
 
-func (s *Server) release(nc net.Conn) {
-	host, _, _ := net.SplitHostPort(nc.RemoteAddr().String())
-	s.smu.Lock()
-	defer s.smu.Unlock()
-	if s.perIP[host]--; s.perIP[host] <= 0 {
-		delete(s.perIP, host)
-	}
-}
+func (s *Server) release(nc net.Conn) { s.perIP.Release(nc.RemoteAddr()) }
 
 // Shutdown stops accepting clients, closes every connection (their
 // sessions stay valid for reconnecting to a restarted server) and stops
