@@ -24,6 +24,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -59,7 +60,9 @@ type Server struct {
 	// their connection and are never resumed.
 	secret []byte
 	ln     net.Listener
-	stats  stats
+	// perIP counts client connections by address (maxClientCnxns).
+	perIP conn.IPLimit
+	stats stats
 
 	// mu guards fsm, which the follow loop replaces or changes.
 	mu  sync.RWMutex
@@ -82,6 +85,9 @@ type Server struct {
 // server (myid) as an observer, and listens on its client port. Run
 // follows and serves.
 func New(cfg config.Config, opts Options) (*Server, error) {
+	if err := checkServed(cfg); err != nil {
+		return nil, err
+	}
 	quorum, err := quorumConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -109,6 +115,7 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 		ids:     session.NewGenerator(cfg.ServerID, now),
 		secret:  secret,
 		ln:      ln,
+		perIP:   conn.IPLimit{Max: cfg.MaxClientCnxns},
 		watches: watch.New[*conn.Conn](),
 		conns:   map[*conn.Conn]struct{}{},
 		ready:   make(chan struct{}),
@@ -118,6 +125,25 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// checkServed refuses settings a follower does not honour yet, rather
+// than serve with less security or fewer limits than they ask for.
+func checkServed(cfg config.Config) error {
+	var refused []string
+	if cfg.SecureClientPort != 0 || cfg.ClientPortUnification {
+		refused = append(refused, "TLS for clients (secureClientPort, client.portUnification)")
+	}
+	if len(cfg.EnforceAuthSchemes) > 0 {
+		refused = append(refused, "enforce.auth.schemes")
+	}
+	if cfg.QuorumTLS() || cfg.QuorumAuth.EnableSASL {
+		refused = append(refused, "TLS or SASL between servers (sslQuorum, portUnification, quorum.auth.enableSasl)")
+	}
+	if len(refused) > 0 {
+		return fmt.Errorf("follow: not served while following a ZooKeeper ensemble: %s", strings.Join(refused, "; "))
+	}
+	return nil
 }
 
 // quorumConfig is how zkquorum follows the ensemble cfg describes.
@@ -180,7 +206,13 @@ func (s *Server) accept(ctx context.Context, wg *sync.WaitGroup) {
 			}
 			return
 		}
+		if !s.perIP.Admit(nc.RemoteAddr()) {
+			s.log.Warn("too many connections from one address", "addr", nc.RemoteAddr().String(), "max", s.perIP.Max)
+			nc.Close()
+			continue
+		}
 		wg.Go(func() {
+			defer s.perIP.Release(nc.RemoteAddr())
 			conn.Serve(ctx, nc, s, conn.Config{
 				MaxBuffer:        s.cfg.JuteMaxBuffer,
 				HandshakeTimeout: min(10*time.Second, s.cfg.MaxSessionTimeout),
