@@ -50,11 +50,22 @@ func (s *Server) OpenSession(_ context.Context, c *conn.Conn, requested time.Dur
 	}, nil
 }
 
-// ResumeSession closes the connection: the sessions of the ensemble are
-// its leader's to revalidate, and a read-only session is never resumed.
-// The client tries another server; its session is not said to expire.
-func (s *Server) ResumeSession(_ context.Context, c *conn.Conn, _ int64, _ []byte, _ time.Duration) (time.Duration, bool) {
-	c.Close()
+// ResumeSession answers as ZooKeeper's read-only server: a session of the
+// ensemble is its leader's to revalidate, so the connection closes and
+// the client tries another server; any other session, a read-only one of
+// this server included (they end with their connection), has expired.
+// While the copy is not in sync the connection closes whatever the
+// session: this server cannot tell.
+func (s *Server) ResumeSession(_ context.Context, c *conn.Conn, id int64, _ []byte, _ time.Duration) (time.Duration, bool) {
+	s.smu.Lock()
+	serving := s.serving
+	s.smu.Unlock()
+	s.mu.RLock()
+	_, global := s.fsm.Session(id)
+	s.mu.RUnlock()
+	if !serving || global {
+		c.Close()
+	}
 	return 0, false
 }
 

@@ -299,14 +299,23 @@ func TestFollowerMatchesZooKeeper(t *testing.T) {
 	})
 
 	t.Run("a client without canBeReadOnly is closed, not expired", func(t *testing.T) {
-		_, err := zkwire.Dial(addr, 30000)
-		if err == nil {
+		if _, err := zkwire.Dial(addr, 30000); err == nil {
 			t.Fatal("the follower answered the connect request of a client that does not accept a read-only session")
 		}
-		// A resumed session is not said to have expired either.
-		_, err = zkwire.Handshake(addr, &proto.ConnectRequest{TimeOut: 30000, SessionID: 0x1234, Passwd: make([]byte, proto.PasswordLen), ReadOnly: true})
-		if err == nil {
-			t.Fatal("the follower answered a client resuming a session")
+	})
+
+	t.Run("resumed sessions", func(t *testing.T) {
+		// A session of the ensemble is its leader's to revalidate: the
+		// client must try another server, not be told it expired.
+		global := &zkwire.Conn{Session: zc.SessionID(), Passwd: make([]byte, proto.PasswordLen), TimeOut: 30000}
+		if _, err := global.Resume(addr, 0); err == nil {
+			t.Error("the follower answered a client resuming a session of the ensemble")
+		}
+		// One this server does not know has expired, as ZooKeeper's
+		// read-only server says: the client starts a new one.
+		unknown := &zkwire.Conn{Session: 0x4000000001234, Passwd: make([]byte, proto.PasswordLen), TimeOut: 30000}
+		if n, err := unknown.Resume(addr, 0); err != nil || n.TimeOut != 0 {
+			t.Errorf("resuming an unknown session: %v, want it expired", err)
 		}
 	})
 
@@ -407,6 +416,11 @@ func TestFollowerSurvivesLeaderKill(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 
+	// Its read-only session ended with its connection: resuming it, as
+	// Kazoo tries to, is told it expired.
+	if n, err := c.Resume(addr, lastSeen); err != nil || n.TimeOut != 0 {
+		t.Errorf("resuming the read-only session after the election: %v, want it expired", err)
+	}
 	// The client comes back as a read-only client does: a new session, the
 	// last zxid it saw, and its watch.
 	back, err := zkwire.Handshake(addr, &proto.ConnectRequest{LastZxidSeen: lastSeen, TimeOut: 30000, Passwd: make([]byte, proto.PasswordLen), ReadOnly: true})
