@@ -464,18 +464,7 @@ func TestImportZooKeeperIntoCollie(t *testing.T) {
 
 		// The writer's session, open when ZooKeeper was killed, resumes
 		// on Collie with ZooKeeper's password, ephemerals and all.
-		resumed, err := writer.Resume(addr, zkZxid)
-		if err != nil || resumed.TimeOut == 0 {
-			t.Fatalf("resume ZooKeeper's session %#x on Collie: timeout %v, %v", writer.Session, resumed, err)
-		}
-		defer resumed.Close()
-		var created proto.Create2Response
-		if code, err := resumed.Do(proto.OpCreate2, &proto.CreateRequest{Path: "/after", ACL: tree.OpenACL}, &created); err != nil || code != proto.OK {
-			t.Fatalf("create after the import: %v %v", code, err)
-		}
-		if created.Stat.Czxid <= zkZxid {
-			t.Errorf("the first write after the import has zxid 0x%x, not above ZooKeeper's last 0x%x", created.Stat.Czxid, zkZxid)
-		}
+		resumed := resumeAndWrite(t, writer, addr, zkZxid)
 		var st proto.ExistsResponse
 		if code, err := resumed.Do(proto.OpExists, &proto.ExistsRequest{Path: "/mid/e0"}, &st); err != nil || code != proto.OK || st.Stat.EphemeralOwner != writer.Session {
 			t.Errorf("/mid/e0 after the resume: %v %v, owner %#x, want %#x", code, err, st.Stat.EphemeralOwner, writer.Session)
@@ -556,17 +545,27 @@ func TestImportZooKeeperIntoCollie(t *testing.T) {
 			diffTrees(t, want, wireTree(t, addrs[i], tree.ConfigPath))
 		}
 		follower := addrs[(lead+1)%n]
-		resumed, err := writer.Resume(follower, zkZxid)
-		if err != nil || resumed.TimeOut == 0 {
-			t.Fatalf("resume ZooKeeper's session %#x on a follower: %v, %v", writer.Session, resumed, err)
-		}
-		defer resumed.Close()
-		var created proto.Create2Response
-		if code, err := resumed.Do(proto.OpCreate2, &proto.CreateRequest{Path: "/after", ACL: tree.OpenACL}, &created); err != nil || code != proto.OK {
-			t.Fatalf("create after the import: %v %v", code, err)
-		}
-		if created.Stat.Czxid <= zkZxid {
-			t.Errorf("the first write after the import has zxid 0x%x, not above ZooKeeper's last 0x%x", created.Stat.Czxid, zkZxid)
-		}
+		resumeAndWrite(t, writer, follower, zkZxid)
 	})
+}
+
+// resumeAndWrite resumes ZooKeeper's session of writer on the imported
+// server at addr, having seen zkZxid, creates /after through it and checks
+// that the create's zxid comes after ZooKeeper's last. It returns the
+// resumed connection, which the test's end closes.
+func resumeAndWrite(t *testing.T, writer *zkwire.Conn, addr string, zkZxid int64) *zkwire.Conn {
+	t.Helper()
+	resumed, err := writer.Resume(addr, zkZxid)
+	if err != nil || resumed.TimeOut == 0 {
+		t.Fatalf("resume ZooKeeper's session %#x on Collie at %s: %v, %v", writer.Session, addr, resumed, err)
+	}
+	t.Cleanup(func() { resumed.Close() })
+	var created proto.Create2Response
+	if code, err := resumed.Do(proto.OpCreate2, &proto.CreateRequest{Path: "/after", ACL: tree.OpenACL}, &created); err != nil || code != proto.OK {
+		t.Fatalf("create after the import: %v %v", code, err)
+	}
+	if created.Stat.Czxid <= zkZxid {
+		t.Errorf("the first write after the import has zxid 0x%x, not above ZooKeeper's last 0x%x", created.Stat.Czxid, zkZxid)
+	}
+	return resumed
 }
