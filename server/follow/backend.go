@@ -7,9 +7,11 @@ import (
 
 	"github.com/collie-io/collie/proto"
 	"github.com/collie-io/collie/server/conn"
+	"github.com/collie-io/collie/server/fsm"
 	"github.com/collie-io/collie/server/localread"
 	"github.com/collie-io/collie/server/session"
 	"github.com/collie-io/collie/server/tree"
+	"github.com/collie-io/collie/server/zkquorum"
 )
 
 var _ conn.Backend = (*Server)(nil)
@@ -17,69 +19,152 @@ var _ conn.Backend = (*Server)(nil)
 // errNotServing refuses a session while the copy is not in sync.
 var errNotServing = fmt.Errorf("follow: not in sync with a ZooKeeper leader: %w", conn.ErrNotServing)
 
-// errReadOnly refuses a client that does not accept a read-only session:
-// like ZooKeeper's read-only server, this one closes its connection, and
-// the client tries another server.
-var errReadOnly = fmt.Errorf("follow: this server serves read-only sessions only, and the client does not accept one: %w", conn.ErrNotServing)
-
 // LastZxid is the zxid of the last txn the copy has.
 func (s *Server) LastZxid() int64 { return s.lastZxid() }
 
-// OpenSession grants a read-only session of this server alone, as
-// ZooKeeper's read-only server does: it lives with its connection and
-// cannot be resumed.
-func (s *Server) OpenSession(_ context.Context, c *conn.Conn, requested time.Duration, readOnly bool) (conn.Session, error) {
-	if !readOnly {
-		return conn.Session{}, errReadOnly
-	}
-	id := s.ids.Next()
-	s.smu.Lock()
-	defer s.smu.Unlock()
-	// Checked under smu, which setServing holds when it closes every
-	// connection: none is registered after that.
-	if !s.serving {
+// A globalSession is a session of the ensemble with its connection here.
+type globalSession struct {
+	c       *conn.Conn
+	timeout time.Duration
+}
+
+// OpenSession opens a session of the ensemble as a ZooKeeper observer
+// does: it makes the id (this server's id in its top byte), negotiates
+// the timeout with this server's bounds, forwards createSession to the
+// leader and answers once its txn is applied. A client that accepts a
+// read-only session gets one of this server alone instead, as from
+// ZooKeeper's read-only server: it lives with its connection and cannot
+// be resumed.
+func (s *Server) OpenSession(ctx context.Context, c *conn.Conn, requested time.Duration, readOnly bool) (conn.Session, error) {
+	if !s.isServing() {
 		return conn.Session{}, errNotServing
 	}
-	s.conns[c] = struct{}{}
-	s.log.Debug("read-only session opened", "session", id)
-	return conn.Session{
-		ID:       int64(id),
-		Passwd:   session.Password(s.secret, id),
-		Timeout:  session.Negotiate(requested, s.cfg.MinSessionTimeout, s.cfg.MaxSessionTimeout),
-		ReadOnly: true,
-	}, nil
-}
-
-// ResumeSession answers as ZooKeeper's read-only server: a session of the
-// ensemble is its leader's to revalidate, so the connection closes and
-// the client tries another server; any other session, a read-only one of
-// this server included (they end with their connection), has expired.
-// While the copy is not in sync the connection closes whatever the
-// session: this server cannot tell.
-func (s *Server) ResumeSession(_ context.Context, c *conn.Conn, id int64, _ []byte, _ time.Duration) (time.Duration, bool) {
-	s.smu.Lock()
-	serving := s.serving
-	s.smu.Unlock()
-	s.mu.RLock()
-	_, global := s.fsm.Session(id)
-	s.mu.RUnlock()
-	if !serving || global {
-		c.Close()
+	id := s.ids.Next()
+	timeout := session.Negotiate(requested, s.cfg.MinSessionTimeout, s.cfg.MaxSessionTimeout)
+	if readOnly {
+		if !s.register(c, 0, 0) {
+			return conn.Session{}, errNotServing
+		}
+		s.log.Debug("read-only session opened", "session", id)
+		return conn.Session{ID: int64(id), Passwd: session.Password(s.secret, id), Timeout: timeout, ReadOnly: true}, nil
 	}
-	return 0, false
+	body := proto.NewEncoder(make([]byte, 0, 4))
+	body.Int(int32(timeout.Milliseconds()))
+	created := make(chan fsm.Result, 1)
+	req := zkquorum.Request{SessionID: int64(id), Type: proto.OpCreateSession, Body: body.Bytes()}
+	s.forward(req, func(r fsm.Result, _ conn.Reader) { created <- r })
+	var r fsm.Result
+	select {
+	case r = <-created:
+	case <-ctx.Done():
+		s.cancelWrite(txnKey{req.SessionID, req.Cxid})
+		return conn.Session{}, fmt.Errorf("follow: createSession: %w", ctx.Err())
+	}
+	if r.Err != proto.OK {
+		return conn.Session{}, fmt.Errorf("follow: the leader did not create the session: %v: %w", r.Err, conn.ErrNotServing)
+	}
+	if !s.register(c, int64(id), timeout) {
+		return conn.Session{}, errNotServing
+	}
+	s.log.Debug("session opened", "session", id, "timeout", timeout)
+	return conn.Session{ID: int64(id), Passwd: session.ZooKeeperPassword(id), Timeout: timeout}, nil
 }
 
-// Write refuses: every session here is read-only, and the connection
-// answers their writes itself; this is for one that reaches here anyway.
-func (s *Server) Write(_ *conn.Conn, _ proto.OpCode, _ []byte, _ []proto.ID, done func(conn.Reply, conn.Reader)) {
-	s.View(func(rd conn.Reader) {
-		done(conn.Reply{Zxid: s.fsm.LastZxid(), Err: proto.ErrNotReadOnly}, rd)
+// ResumeSession reconnects a session of the ensemble as a ZooKeeper
+// observer does: with ZooKeeper's password for the id, the leader
+// revalidates it (Learner.validateSession), and it resumes with the
+// timeout this server negotiates, or has expired. Any other session, a
+// read-only one of this server included (they end with their
+// connection), has expired. While the copy is not in sync, or when the
+// leader is lost before it answers, the connection closes and the client
+// tries another server.
+func (s *Server) ResumeSession(ctx context.Context, c *conn.Conn, id int64, passwd []byte, requested time.Duration) (time.Duration, bool) {
+	if !s.isServing() {
+		c.Close()
+		return 0, false
+	}
+	if !session.CheckZooKeeperPassword(session.ID(id), passwd) {
+		return 0, false
+	}
+	timeout := session.Negotiate(requested, s.cfg.MinSessionTimeout, s.cfg.MaxSessionTimeout)
+	r := s.revalidate(ctx, id, timeout)
+	switch {
+	case r.lost:
+		c.Close()
+		return 0, false
+	case !r.valid:
+		return 0, false
+	case !s.register(c, id, timeout):
+		c.Close()
+		return 0, false
+	}
+	return timeout, true
+}
+
+// register keeps c, with its session of the ensemble (0 for a read-only
+// one), so that losing the leader closes it; false when this server no
+// longer serves. Checked under smu, which setServing holds when it closes
+// every connection: none is registered after that.
+func (s *Server) register(c *conn.Conn, id int64, timeout time.Duration) bool {
+	s.smu.Lock()
+	defer s.smu.Unlock()
+	if !s.serving {
+		return false
+	}
+	s.conns[c] = struct{}{}
+	if id != 0 {
+		s.sessions[id] = globalSession{c: c, timeout: timeout}
+	}
+	return true
+}
+
+func (s *Server) isServing() bool {
+	s.smu.Lock()
+	defer s.smu.Unlock()
+	return s.serving
+}
+
+// sessionClosed forgets a session the leader closed. A close its own
+// client asked for here was answered, and the connection closes after
+// that reply; one the leader expired, or a client closed elsewhere, ends
+// its connection here as ZooKeeper's FinalRequestProcessor ends it.
+// Called by the follow loop with mu held.
+func (s *Server) sessionClosed(id int64, answered bool) {
+	s.smu.Lock()
+	g, ok := s.sessions[id]
+	delete(s.sessions, id)
+	s.smu.Unlock()
+	if ok && !answered {
+		s.log.Debug("session closed by the leader", "session", id)
+		g.c.Close()
+	}
+}
+
+// Write forwards a write, closeSession included, to the leader, and
+// answers with the result of its txn once that is applied.
+func (s *Server) Write(c *conn.Conn, op proto.OpCode, body []byte, auth []proto.ID, done func(conn.Reply, conn.Reader)) {
+	if c.ReadOnly() {
+		// The connection answers the writes of read-only sessions itself;
+		// this is for one that reaches here anyway.
+		s.View(func(rd conn.Reader) {
+			done(conn.Reply{Zxid: s.fsm.LastZxid(), Err: proto.ErrNotReadOnly}, rd)
+		})
+		return
+	}
+	req := zkquorum.Request{SessionID: c.Session(), Cxid: s.nextCxid(), Type: op, Body: body, Auth: auth}
+	s.forward(req, func(r fsm.Result, rd conn.Reader) {
+		done(conn.Reply{Zxid: r.Zxid, Err: r.Err, Resp: r.Resp, Close: op == proto.OpCloseSession}, rd)
 	})
 }
 
-// Sync fails: there is no leader to ask on behalf of a read-only session.
-func (s *Server) Sync(_ *conn.Conn, done func(conn.Reader, error)) {
-	done(nil, errNotServing)
+// Sync forwards a sync to the leader and answers once the leader's answer
+// has arrived, everything committed before it applied.
+func (s *Server) Sync(c *conn.Conn, done func(conn.Reader, error)) {
+	if c.ReadOnly() {
+		done(nil, errNotServing)
+		return
+	}
+	s.forwardSync(c.Session(), done)
 }
 
 // View calls f with the copy held still: no txn is applied while f runs,
@@ -96,7 +181,13 @@ type copyState Server
 
 func (c *copyState) Read(cn *conn.Conn, op proto.OpCode, req proto.Record, auth []proto.ID) conn.Reply {
 	s := (*Server)(c)
-	r := s.local().Answer(cn, op, req, auth)
+	var r conn.Reply
+	if op == proto.OpSync {
+		// Reached once the leader's answer to the forwarded sync is in.
+		r.Resp = &proto.SyncResponse{Path: req.(*proto.SyncRequest).Path}
+	} else {
+		r = s.local().Answer(cn, op, req, auth)
+	}
 	r.Zxid = s.fsm.LastZxid()
 	return r
 }
@@ -111,8 +202,17 @@ func (s *Server) Authenticate(c *conn.Conn, scheme string, auth []byte) ([]proto
 // server without SASL does.
 func (s *Server) SASL(*conn.Conn) conn.SASLServer { return nil }
 
-// Touch does nothing: a read-only session lives with its connection.
-func (s *Server) Touch(int64) {}
+// Touch reports activity of a session of the ensemble with the answer to
+// the leader's next ping, which keeps it alive there; a read-only session
+// lives with its connection.
+func (s *Server) Touch(id int64) {
+	s.smu.Lock()
+	g, ok := s.sessions[id]
+	s.smu.Unlock()
+	if f := s.leader.Load(); ok && f != nil {
+		f.Touch(id, g.timeout)
+	}
+}
 
 // Detach forgets a closed connection and its watches.
 func (s *Server) Detach(c *conn.Conn) {
@@ -120,5 +220,8 @@ func (s *Server) Detach(c *conn.Conn) {
 	localread.State{WatchMu: &s.wmu, Watches: s.watches}.Forget(c)
 	s.smu.Lock()
 	delete(s.conns, c)
+	if g, ok := s.sessions[c.Session()]; ok && g.c == c {
+		delete(s.sessions, c.Session())
+	}
 	s.smu.Unlock()
 }

@@ -1,8 +1,12 @@
 // Package follow owns a Collie server that follows a running Apache
-// ZooKeeper 3.8 ensemble as one of its observers and serves its data to
-// read-only clients: it keeps a copy of the ensemble's state in memory,
-// current with every transaction the leader commits, and answers reads and
-// watches from it as a ZooKeeper server in read-only mode does.
+// ZooKeeper 3.8 ensemble as one of its observers and serves its clients
+// as a ZooKeeper observer does: it keeps a copy of the ensemble's state in
+// memory, current with every transaction the leader commits, answers reads
+// and watches from it, and forwards the sessions' writes, syncs, session
+// creations and reconnections to the leader, answering each once the
+// leader's answer has arrived and the copy has applied everything before
+// it. A client that accepts a read-only session gets one of this server
+// alone, as from a ZooKeeper server in read-only mode.
 //
 // # Goroutines
 //
@@ -13,7 +17,9 @@
 // so a client gets a watch event before any reply that shows the change.
 // smu guards the set of connections and whether they are served: losing
 // the leader closes every connection under it, and a session opened after
-// that is refused until the copy is in sync again.
+// that is refused until the copy is in sync again. Requests forwarded to
+// the leader wait in pending (its own lock) until the follow loop takes
+// their answers; lock order is mu, then pending's, then smu.
 package follow
 
 import (
@@ -26,6 +32,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/collie-io/collie/server/config"
@@ -68,6 +75,12 @@ type Server struct {
 	mu  sync.RWMutex
 	fsm *fsm.FSM
 
+	// leader is the Follower of the current round, which requests are
+	// forwarded through; nil between rounds.
+	leader  atomic.Pointer[zkquorum.Follower]
+	cxid    atomic.Uint32
+	pending *pending
+
 	// wmu guards watches.
 	wmu     sync.Mutex
 	watches *watch.Registry[*conn.Conn]
@@ -76,6 +89,8 @@ type Server struct {
 	smu     sync.Mutex
 	serving bool
 	conns   map[*conn.Conn]struct{}
+	// sessions are the ensemble's sessions with a connection here.
+	sessions map[int64]globalSession
 	// ready is closed the first time the copy is in sync.
 	ready     chan struct{}
 	readyOnce sync.Once
@@ -106,19 +121,21 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 	}
 	now := time.Now()
 	s := &Server{
-		cfg:     cfg,
-		opts:    opts,
-		log:     opts.Logger,
-		quorum:  quorum,
-		fsmOpts: fsm.Options{ExtendedTypes: cfg.ExtendedTypesEnabled},
-		started: now,
-		ids:     session.NewGenerator(cfg.ServerID, now),
-		secret:  secret,
-		ln:      ln,
-		perIP:   conn.IPLimit{Max: cfg.MaxClientCnxns},
-		watches: watch.New[*conn.Conn](),
-		conns:   map[*conn.Conn]struct{}{},
-		ready:   make(chan struct{}),
+		cfg:      cfg,
+		opts:     opts,
+		log:      opts.Logger,
+		quorum:   quorum,
+		fsmOpts:  fsm.Options{ExtendedTypes: cfg.ExtendedTypesEnabled},
+		started:  now,
+		ids:      session.NewGenerator(cfg.ServerID, now),
+		secret:   secret,
+		ln:       ln,
+		perIP:    conn.IPLimit{Max: cfg.MaxClientCnxns},
+		watches:  watch.New[*conn.Conn](),
+		conns:    map[*conn.Conn]struct{}{},
+		pending:  newPending(),
+		sessions: map[int64]globalSession{},
+		ready:    make(chan struct{}),
 	}
 	if s.fsm, err = s.emptyState(); err != nil {
 		ln.Close()
@@ -235,8 +252,11 @@ func (s *Server) follow(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("follow: %w", err)
 		}
+		s.leader.Store(f)
 		err = s.followFrom(ctx, f)
+		s.leader.Store(nil)
 		f.Close()
+		s.failPending()
 		if !errors.Is(err, errResync) {
 			return err
 		}
@@ -279,12 +299,17 @@ func (s *Server) followFrom(ctx context.Context, f *zkquorum.Follower) error {
 				return errResync
 			}
 		case zkquorum.EventUpToDate:
-			s.log.Info("in sync with the ZooKeeper leader: serving read-only clients", "zxid", zxidString(s.lastZxid()))
+			s.log.Info("in sync with the ZooKeeper leader: serving clients", "zxid", zxidString(s.lastZxid()))
 			s.setServing(true)
+		case zkquorum.EventSynced:
+			s.answerSync()
+		case zkquorum.EventRevalidated:
+			s.answerRevalidation(ev.SessionID, ev.Valid)
 		case zkquorum.EventDisconnected:
 			// As a ZooKeeper observer that loses its leader shuts its
 			// server down: clients go elsewhere, and come back once this
 			// copy is in sync again.
+			s.failPending()
 			s.setServing(false)
 		}
 	}
@@ -322,6 +347,10 @@ func (s *Server) apply(t zkquorum.Txn) error {
 	res := s.fsm.ApplyZooKeeper(txn)
 	if len(res.Events) > 0 {
 		s.local().Notify(res.Events)
+	}
+	answered := s.answerTxn(t.Header, res)
+	if res.Closed != 0 {
+		s.sessionClosed(res.Closed, answered)
 	}
 	return nil
 }

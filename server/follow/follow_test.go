@@ -232,7 +232,7 @@ func workload(t *testing.T, c *zk.Conn, root string, n int) {
 // TestFollowerMatchesZooKeeper follows a ZooKeeper ensemble that has data
 // already, then while a client writes: the follower's tree is the
 // leader's at every zxid compared, its watches fire before its reads show
-// a change, and only read-only clients get a session.
+// a change.
 func TestFollowerMatchesZooKeeper(t *testing.T) {
 	e := startEnsemble(t)
 	zc := zkClient(t, e)
@@ -298,21 +298,14 @@ func TestFollowerMatchesZooKeeper(t *testing.T) {
 		}
 	})
 
-	t.Run("a client without canBeReadOnly is closed, not expired", func(t *testing.T) {
-		if _, err := zkwire.Dial(addr, 30000); err == nil {
-			t.Fatal("the follower answered the connect request of a client that does not accept a read-only session")
-		}
-	})
-
 	t.Run("resumed sessions", func(t *testing.T) {
-		// A session of the ensemble is its leader's to revalidate: the
-		// client must try another server, not be told it expired.
-		global := &zkwire.Conn{Session: zc.SessionID(), Passwd: make([]byte, proto.PasswordLen), TimeOut: 30000}
-		if _, err := global.Resume(addr, 0); err == nil {
-			t.Error("the follower answered a client resuming a session of the ensemble")
+		// A session of the ensemble without its password has expired,
+		// as ZooKeeper's observer answers.
+		wrong := &zkwire.Conn{Session: zc.SessionID(), Passwd: make([]byte, proto.PasswordLen), TimeOut: 30000}
+		if n, err := wrong.Resume(addr, 0); err != nil || n.TimeOut != 0 {
+			t.Errorf("resuming a session of the ensemble with a wrong password: %v, want it expired", err)
 		}
-		// One this server does not know has expired, as ZooKeeper's
-		// read-only server says: the client starts a new one.
+		// So has one nobody knows: the client starts a new one.
 		unknown := &zkwire.Conn{Session: 0x4000000001234, Passwd: make([]byte, proto.PasswordLen), TimeOut: 30000}
 		if n, err := unknown.Resume(addr, 0); err != nil || n.TimeOut != 0 {
 			t.Errorf("resuming an unknown session: %v, want it expired", err)
@@ -352,7 +345,7 @@ func mntrValue(out, key string) string {
 
 // TestFollowerSurvivesLeaderKill kills the ZooKeeper leader while a client
 // writes: the follower closes its clients, syncs with the new leader and
-// has its tree again; a client that comes back re-arms its watch, which
+// has its tree again; a session of the ensemble resumes through it; a client that comes back re-arms its watch, which
 // fires for the change made while it was away.
 func TestFollowerSurvivesLeaderKill(t *testing.T) {
 	e := startEnsemble(t)
@@ -370,6 +363,9 @@ func TestFollowerSurvivesLeaderKill(t *testing.T) {
 		t.Fatalf("getData with a watch: %v %v", code, err)
 	}
 	lastSeen := data.Stat.Mzxid
+	// A session of the ensemble on the follower, with an ephemeral node.
+	gc := global(t, addr, 30000)
+	mustCreate(t, gc, "/global-eph", proto.ModeEphemeral)
 
 	// A writer that goes on through the election, through any member.
 	ctx, stop := context.WithCancel(t.Context())
@@ -396,6 +392,9 @@ func TestFollowerSurvivesLeaderKill(t *testing.T) {
 	if _, err := c.ExpectClosed(); err != nil {
 		t.Fatalf("the follower kept its client after losing the leader: %v", err)
 	}
+	if _, err := gc.ExpectClosed(); err != nil {
+		t.Fatalf("the follower kept the ensemble's session after losing the leader: %v", err)
+	}
 	var changed *zk.Stat
 	for {
 		var err error
@@ -414,6 +413,17 @@ func TestFollowerSurvivesLeaderKill(t *testing.T) {
 			t.Fatalf("the follower does not get the change at %#x", changed.Mzxid)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+
+	// The ensemble's session resumes on the follower: the new leader
+	// revalidates it, and its ephemeral node is there.
+	resumed, err := gc.Resume(addr, changed.Mzxid)
+	if err != nil || resumed.TimeOut == 0 {
+		t.Fatalf("resuming the ensemble's session after the election: %v", err)
+	}
+	defer resumed.Close()
+	if code, err := resumed.Do(proto.OpExists, &proto.ExistsRequest{Path: "/global-eph"}, nil); err != nil || code != proto.OK {
+		t.Errorf("exists of the session's ephemeral after the election: %v %v", code, err)
 	}
 
 	// Its read-only session ended with its connection: resuming it, as
