@@ -314,14 +314,14 @@ func TestFollowerMatchesZooKeeper(t *testing.T) {
 
 	t.Run("four-letter words", func(t *testing.T) {
 		out, err := zkref.FourLetter(addr, "srvr")
-		if err != nil || !strings.Contains(out, "\nMode: read-only\n") || !strings.Contains(out, "READ-ONLY mode") {
+		if err != nil || !strings.Contains(out, "\nMode: observer\n") || strings.Contains(out, "READ-ONLY mode") {
 			t.Errorf("srvr: %q %v", out, err)
 		}
-		if out, err := zkref.FourLetter(addr, "isro"); err != nil || out != "ro" {
+		if out, err := zkref.FourLetter(addr, "isro"); err != nil || out != "rw" {
 			t.Errorf("isro: %q %v", out, err)
 		}
 		out, err = zkref.FourLetter(addr, "mntr")
-		if err != nil || !strings.Contains(out, "zk_server_state\tread-only\n") || !strings.Contains(out, "zk_version\t3.8.0-test\n") {
+		if err != nil || !strings.Contains(out, "zk_server_state\tobserver\n") || !strings.Contains(out, "zk_version\t3.8.0-test\n") {
 			t.Errorf("mntr: %q %v", out, err)
 		}
 		leaderMntr, err := zkref.FourLetter(awaitLeader(t, e), "mntr")

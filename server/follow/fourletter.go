@@ -24,14 +24,13 @@ func (st *stats) packet(int)                                   { st.Packet() }
 // server serves no clients.
 const notServing = "This ZooKeeper instance is not currently serving requests\n"
 
-// mode is how srvr and mntr name this server's role: a ZooKeeper server
-// that serves read-only sessions only.
-const mode = "read-only"
+// mode is how srvr and mntr name this server's role, as a ZooKeeper
+// observer names its own.
+const mode = "observer"
 
 // FourLetter answers ruok, isro, srvr, stat, mntr, conf and srst when
-// 4lw.commands.whitelist allows them (isro always, as ZooKeeper allows it
-// to a server in read-only mode), in ZooKeeper's formats; the others are
-// not served here.
+// 4lw.commands.whitelist allows them (isro always, as ZooKeeper allows
+// it), in ZooKeeper's formats; the others are not served here.
 func (s *Server) FourLetter(cmd string, _ func() (int64, bool)) (string, bool) {
 	if !s.cfg.FourLetterWhitelist["*"] && !s.cfg.FourLetterWhitelist[cmd] && cmd != "isro" {
 		return "", false
@@ -47,7 +46,7 @@ func (s *Server) FourLetter(cmd string, _ func() (int64, bool)) (string, bool) {
 			// As ZooKeeper's answer when it serves no clients.
 			return "null", true
 		}
-		return "ro", true
+		return "rw", true
 	case "srvr", "stat", "mntr", "conf", "srst":
 		if !serving {
 			return notServing, true
@@ -80,10 +79,10 @@ func (s *Server) connections() []*conn.Conn {
 }
 
 // srvr is srvr's answer, and stat's with the clients listed, as a
-// ZooKeeper server in read-only mode prints them.
+// ZooKeeper observer prints them.
 func (s *Server) srvr(withClients bool) string {
 	conns := s.connections()
-	r := reqstats.Srvr{Version: s.opts.Version, ReadOnly: true, WithClients: withClients,
+	r := reqstats.Srvr{Version: s.opts.Version, WithClients: withClients,
 		Connections: len(conns), Outstanding: outstanding(conns), Mode: mode}
 	if withClients {
 		for _, c := range conns {
@@ -109,11 +108,15 @@ func outstanding(conns []*conn.Conn) int {
 	return n
 }
 
-// mntr lists the mntr lines that mean something for a read-only copy,
-// under ZooKeeper's names.
+// mntr lists the mntr lines that mean something for an observer's copy,
+// under ZooKeeper's names; local sessions are the read-only ones, which
+// live on this server alone.
 func (s *Server) mntr() string {
 	minL, avgL, maxL, recv, sent := s.stats.Summary()
 	conns := s.connections()
+	s.smu.Lock()
+	local := len(s.conns) - len(s.sessions)
+	s.smu.Unlock()
 	s.mu.RLock()
 	t := s.fsm.Tree()
 	nodes, ephemerals, size := nodeCount(t), t.EphemeralCount(), t.DataSize()
@@ -135,7 +138,7 @@ func (s *Server) mntr() string {
 		{"zk_watch_count", fmt.Sprint(watches)},
 		{"zk_ephemerals_count", fmt.Sprint(ephemerals)},
 		{"zk_approximate_data_size", fmt.Sprint(size)},
-		{"zk_local_sessions", fmt.Sprint(len(conns))},
+		{"zk_local_sessions", fmt.Sprint(local)},
 		{"zk_uptime", fmt.Sprint(time.Since(s.started).Milliseconds())},
 	}
 	var b strings.Builder
