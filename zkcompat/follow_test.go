@@ -11,12 +11,12 @@ import (
 	"github.com/collie-io/collie/internal/zkref"
 )
 
-// TestKazooReadsThroughFollower runs `collie server -follow-zookeeper`
-// with a ZooKeeper ensemble's zoo.cfg, as that ensemble's observer
-// server.4: Kazoo's read-only client reads what was written to
-// ZooKeeper through it, its writes fail with NotReadOnlyCallError, and a
-// client that does not accept a read-only session gets none.
-func TestKazooReadsThroughFollower(t *testing.T) {
+// TestKazooThroughFollower runs `collie server -follow-zookeeper` with a
+// ZooKeeper ensemble's zoo.cfg, as that ensemble's observer server.4:
+// Kazoo's read-only client reads what was written to ZooKeeper through it
+// and cannot write; its read-write client writes through it, and Kazoo's
+// Lock recipe works between two sessions of the follower.
+func TestKazooThroughFollower(t *testing.T) {
 	python, err := zkref.Python()
 	zkref.Require(t, err)
 	const observerID = 4
@@ -39,12 +39,19 @@ func TestKazooReadsThroughFollower(t *testing.T) {
 	}
 	p := startCollie(t, dir, t.Output(), "server", "-c", "zoo.cfg", "-follow-zookeeper", "-admin-port", "-1")
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	p.waitServing(t, addr, "isro", "ro")
-	runKazooScript(t, python, "read_only.py", addr, []string{
+	p.waitServing(t, addr, "isro", "rw")
+	runKazooScript(t, python, "follower.py", addr, []string{
 		"ok: the client's state = 'CONNECTED_RO'",
 		"ok: data read in read-only mode = (b'v1', 0, 1)",
-		"ok: transaction raises NotReadOnlyCallError",
-		"ok: a read-write client's connection raises KazooTimeoutError",
+		"ok: a read-only client's create raises NotReadOnlyCallError",
+		"ok: the read-write client's state = 'CONNECTED'",
+		"ok: create again raises NodeExistsError",
+		"ok: read after the writes = (b'c', 2, 1)",
+	})
+	runKazooScript(t, python, "lock.py", addr, []string{
+		"ok: b cannot acquire a held lock",
+		"ok: release hands the lock to b = True",
+		"ok: the holder's session closing hands the lock to a = True",
 	})
 	entries, err := os.ReadDir(filepath.Join(dir, "data"))
 	if err != nil {
