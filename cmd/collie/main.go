@@ -100,7 +100,7 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 	memProfile := fs.String("memprofile", "", "write a heap profile to `file` at shutdown")
 	zooEnv := fs.Bool("zoo-env", false, "configure from the environment as the zookeeper Docker image does: $ZOO_CONF_DIR/zoo.cfg when it exists, else one made from the ZOO_* variables (see README)")
 	devEnsemble := fs.Int("dev-ensemble", 0, "run a local ensemble of `n` servers in this process, for trying one out: client ports from -port (2181) up, peer ports 707 above them, data under -data-dir/dev-ensemble")
-	followZK := fs.Bool("follow-zookeeper", false, "follow the ZooKeeper ensemble that -c's zoo.cfg describes, as its observer server.<myid>, and serve its data to read-only clients; nothing is written to the data directory")
+	followZK := fs.Bool("follow-zookeeper", false, "follow the ZooKeeper ensemble that -c's zoo.cfg describes, as its observer server.<myid>, and serve its clients as the observer does, forwarding writes to its leader; nothing is written to the data directory")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -250,7 +250,7 @@ func runFollower(cfg config.Config, logger *slog.Logger, stderr io.Writer) int {
 		select {
 		case <-ready:
 			ready = nil
-			notifySystemd(logger, sdnotify.Ready, sdnotify.Status("serving read-only clients"))
+			notifySystemd(logger, sdnotify.Ready, sdnotify.Status("serving clients as an observer of a ZooKeeper ensemble"))
 		case err := <-errc:
 			notifySystemd(logger, sdnotify.Stopping)
 			if err != nil && !errors.Is(err, context.Canceled) {
