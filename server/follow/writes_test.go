@@ -68,6 +68,8 @@ func normalizeRecord(r proto.Record) string {
 		norm(&r.Stat)
 	case *proto.ExistsResponse:
 		norm(&r.Stat)
+	case *proto.GetACLResponse:
+		norm(&r.Stat)
 	case *proto.MultiResponse:
 		var parts []string
 		for _, res := range r.Results {
@@ -145,6 +147,24 @@ func lockstepSteps() []step {
 		del("/m", 0), // NoNode
 		del("/a", 7), // BadVersion
 		step{proto.OpExists, func(r string) proto.Record { return &proto.ExistsRequest{Path: r + "/m"} }, nil},
+		// ACLs: the leader checks them against the identities the
+		// follower forwards with each write (ip, and digest from the
+		// addauth before the steps).
+		step{proto.OpCreate, func(r string) proto.Record {
+			return &proto.CreateRequest{Path: r + "/mine", ACL: []proto.ACL{{Perms: proto.PermAll, ID: proto.ID{Scheme: "auth"}}}}
+		}, func() proto.Record { return new(proto.CreateResponse) }},
+		step{proto.OpGetACL, func(r string) proto.Record { return &proto.GetACLRequest{Path: r + "/mine"} },
+			func() proto.Record { return new(proto.GetACLResponse) }},
+		setData("/mine", "mine", -1),
+		step{proto.OpCreate, func(r string) proto.Record {
+			return &proto.CreateRequest{Path: r + "/theirs", ACL: []proto.ACL{{Perms: proto.PermRead, ID: proto.ID{Scheme: "digest", ID: "other:x"}}}}
+		}, func() proto.Record { return new(proto.CreateResponse) }},
+		setData("/theirs", "no", -1), // NoAuth
+		del("/theirs", -1),           // allowed: the parent's ACL decides
+		step{proto.OpCreate, func(r string) proto.Record {
+			return &proto.CreateRequest{Path: r + "/local", ACL: []proto.ACL{{Perms: proto.PermAll, ID: proto.ID{Scheme: "ip", ID: "127.0.0.1"}}}}
+		}, func() proto.Record { return new(proto.CreateResponse) }},
+		setData("/local", "ip", -1),
 	}
 }
 
@@ -159,6 +179,11 @@ func TestWritesThroughFollower(t *testing.T) {
 		t.Errorf("session %#x does not carry the follower's id %d in its top byte", fc.Session, observerID)
 	}
 	zc := global(t, e.Members()[0].Addr(), 30000)
+	for _, c := range []*zkwire.Conn{fc, zc} {
+		if hdr, _, err := c.CallXid(-4, proto.OpAuth, &proto.AuthPacket{Scheme: "digest", Auth: []byte("alice:secret")}); err != nil || hdr.Err != proto.OK {
+			t.Fatalf("addauth: %v %v", hdr.Err, err)
+		}
+	}
 	for i, s := range lockstepSteps() {
 		want, got := reply(zc, "/via-zookeeper", s), reply(fc, "/via-follower", s)
 		if want != got {
