@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -199,6 +200,14 @@ func (s *Server) Kill() {
 		s.procs.Wait()
 	})
 }
+
+// Pause freezes the server with SIGSTOP, as a machine that hangs: its
+// connections stay open and nothing on them is answered. Continue thaws
+// it; Kill kills a paused server too.
+func (s *Server) Pause() error { return s.cmd.Process.Signal(syscall.SIGSTOP) }
+
+// Continue lets a paused server run again.
+func (s *Server) Continue() error { return s.cmd.Process.Signal(syscall.SIGCONT) }
 
 // launch writes the configuration cfg into dir and starts the JVM running
 // main, a server whose client port is port, without waiting for it to
