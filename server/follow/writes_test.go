@@ -351,3 +351,47 @@ func TestPipelinedWritesAndReads(t *testing.T) {
 		t.Errorf("exists after delete: %v, want NONODE", last.Header.Err)
 	}
 }
+
+// TestWriteInFlightWhenLeaderHangs freezes the ZooKeeper leader while a
+// write through the follower waits for its txn: the follower gives up on
+// the leader, and the client's connection closes without an answer, its
+// write's outcome unknown, as a ZooKeeper observer that loses its leader
+// leaves it. The session resumes through the follower once it follows
+// the new leader.
+func TestWriteInFlightWhenLeaderHangs(t *testing.T) {
+	e := startEnsemble(t)
+	addr := startFollower(t, e)
+	c := global(t, addr, 30000)
+	mustCreate(t, c, "/before", 0)
+
+	leader := e.Members()[e.Leader()]
+	if err := leader.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { leader.Continue() })
+	if err := c.Send(zkwire.Request{Xid: c.NextXid(), Op: proto.OpCreate, Req: &proto.CreateRequest{Path: "/in-flight", ACL: zkwire.OpenACL}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := c.ExpectClosed(); err != nil || n != 0 {
+		t.Fatalf("the connection of a write in flight: %d bytes (%v), want it closed without an answer", n, err)
+	}
+
+	deadline := time.Now().Add(waitTimeout)
+	for {
+		n, err := c.Resume(addr, 0)
+		if err == nil {
+			defer n.Close()
+			if n.TimeOut == 0 {
+				t.Fatal("the session expired while the leader hung")
+			}
+			if code, err := n.Do(proto.OpExists, &proto.ExistsRequest{Path: "/before"}, nil); err != nil || code != proto.OK {
+				t.Fatalf("exists after the new leader: %v %v", code, err)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the session does not resume through the follower: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
