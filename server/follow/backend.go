@@ -176,7 +176,8 @@ func (s *Server) View(f func(conn.Reader)) {
 }
 
 // copyState is the Server as a conn.Reader: handed out only while mu is
-// held, by View.
+// held, by View, and by the follow loop to the waiter of a forwarded
+// request right after its txn.
 type copyState Server
 
 func (c *copyState) Read(cn *conn.Conn, op proto.OpCode, req proto.Record, auth []proto.ID) conn.Reply {

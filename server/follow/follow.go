@@ -77,8 +77,10 @@ type Server struct {
 
 	// leader is the Follower of the current round, which requests are
 	// forwarded through; nil between rounds.
-	leader  atomic.Pointer[zkquorum.Follower]
-	cxid    atomic.Uint32
+	leader atomic.Pointer[zkquorum.Follower]
+	// cxid numbers forwarded requests (nextCxid).
+	cxid atomic.Uint32
+	// pending are the forwarded requests the leader has not answered.
 	pending *pending
 
 	// wmu guards watches.
