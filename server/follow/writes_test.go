@@ -222,7 +222,8 @@ func mustCreate(t *testing.T, c *zkwire.Conn, path string, flags proto.CreateMod
 }
 
 // TestSessionsThroughFollower: the ephemerals of a session opened on the
-// follower go when it closes or expires on the leader; a session moves
+// follower go when it closes or expires on the leader; a session the
+// leader closes loses its connection to the follower; a session moves
 // from a ZooKeeper member to the follower and back; pings on the follower
 // keep a session alive on the leader.
 func TestSessionsThroughFollower(t *testing.T) {
@@ -241,6 +242,26 @@ func TestSessionsThroughFollower(t *testing.T) {
 			t.Errorf("the connection stays open after closeSession: %v", err)
 		}
 		awaitGone(t, zkc, "/closed")
+	})
+
+	t.Run("closed elsewhere", func(t *testing.T) {
+		// The session's client closes it through a ZooKeeper member while
+		// its connection to the follower is still open: the leader's
+		// closeSession ends that connection too.
+		c := global(t, addr, 30000)
+		mustCreate(t, c, "/closed-elsewhere", proto.ModeEphemeral)
+		n, err := c.Resume(member, 0)
+		if err != nil || n.TimeOut == 0 {
+			t.Fatalf("resuming on a member: %v", err)
+		}
+		defer n.Close()
+		if code, err := n.Do(proto.OpCloseSession, nil, nil); err != nil || code != proto.OK {
+			t.Fatalf("closeSession on the member: %v %v", code, err)
+		}
+		if _, err := c.ExpectClosed(); err != nil {
+			t.Errorf("the follower keeps the connection of a session the leader closed: %v", err)
+		}
+		awaitGone(t, zkc, "/closed-elsewhere")
 	})
 
 	t.Run("expired", func(t *testing.T) {
