@@ -151,7 +151,9 @@ func (s *Server) Write(c *conn.Conn, op proto.OpCode, body []byte, auth []proto.
 		})
 		return
 	}
-	req := zkquorum.Request{SessionID: c.Session(), Cxid: s.nextCxid(), Type: op, Body: body, Auth: auth}
+	// In the order a ZooKeeper observer sends its connection's
+	// identities, the order the leader expands an "auth" ACL to.
+	req := zkquorum.Request{SessionID: c.Session(), Cxid: s.nextCxid(), Type: op, Body: body, Auth: tree.ConnOrder(auth)}
 	s.forward(req, func(r fsm.Result, rd conn.Reader) {
 		done(conn.Reply{Zxid: r.Zxid, Err: r.Err, Resp: r.Resp, Close: op == proto.OpCloseSession}, rd)
 	})
