@@ -9,7 +9,39 @@ import (
 	"time"
 
 	"github.com/collie-io/collie/internal/zkref"
+	"github.com/collie-io/collie/server/tree"
 )
+
+// followerID is the id the ensembles of these tests list as
+// server.4=...:observer, for the follower.
+const followerID = 4
+
+// startFollowerProcess runs `collie server -follow-zookeeper` with e's
+// zoo.cfg, as e's observer server.4, and the zoo.cfg lines extra; it
+// returns the follower's client address once it serves, and its data
+// directory.
+func startFollowerProcess(t *testing.T, e *zkref.Ensemble, extra ...string) (addr, dataDir string) {
+	t.Helper()
+	dir := t.TempDir()
+	port := freeLocalPort(t)
+	initLimit, syncLimit := e.Limits()
+	cfg := fmt.Sprintf("tickTime=1000\ninitLimit=%d\nsyncLimit=%d\ndataDir=data\nclientPort=%d\nclientPortAddress=127.0.0.1\n%s\n%s\n",
+		initLimit, syncLimit, port, strings.Join(e.ServerLines(), "\n"), strings.Join(extra, "\n"))
+	if err := os.WriteFile(filepath.Join(dir, "zoo.cfg"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dataDir = filepath.Join(dir, "data")
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dataDir, "myid"), []byte(fmt.Sprint(followerID)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := startCollie(t, dir, t.Output(), "server", "-c", "zoo.cfg", "-follow-zookeeper", "-admin-port", "-1")
+	addr = fmt.Sprintf("127.0.0.1:%d", port)
+	p.waitServing(t, addr, "isro", "rw")
+	return addr, dataDir
+}
 
 // TestKazooThroughFollower runs `collie server -follow-zookeeper` with a
 // ZooKeeper ensemble's zoo.cfg, as that ensemble's observer server.4:
@@ -19,27 +51,9 @@ import (
 func TestKazooThroughFollower(t *testing.T) {
 	python, err := zkref.Python()
 	zkref.Require(t, err)
-	const observerID = 4
-	e := zkref.StartEnsemble(t, 3, zkref.WithTickTime(time.Second), zkref.WithObserver(observerID), zkref.WithJVMArgs("-Xmx128m"))
+	e := zkref.StartEnsemble(t, 3, zkref.WithTickTime(time.Second), zkref.WithObserver(followerID), zkref.WithJVMArgs("-Xmx128m"))
 	writeKazooRO(t, strings.Split(e.ConnectString(), ","))
-
-	dir := t.TempDir()
-	port := freeLocalPort(t)
-	initLimit, syncLimit := e.Limits()
-	cfg := fmt.Sprintf("tickTime=1000\ninitLimit=%d\nsyncLimit=%d\ndataDir=data\nclientPort=%d\nclientPortAddress=127.0.0.1\n%s\n",
-		initLimit, syncLimit, port, strings.Join(e.ServerLines(), "\n"))
-	if err := os.WriteFile(filepath.Join(dir, "zoo.cfg"), []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "data", "myid"), []byte(fmt.Sprint(observerID)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p := startCollie(t, dir, t.Output(), "server", "-c", "zoo.cfg", "-follow-zookeeper", "-admin-port", "-1")
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	p.waitServing(t, addr, "isro", "rw")
+	addr, dataDir := startFollowerProcess(t, e)
 	runKazooScript(t, python, "follower.py", addr, []string{
 		"ok: the client's state = 'CONNECTED_RO'",
 		"ok: data read in read-only mode = (b'v1', 0, 1)",
@@ -53,11 +67,33 @@ func TestKazooThroughFollower(t *testing.T) {
 		"ok: release hands the lock to b = True",
 		"ok: the holder's session closing hands the lock to a = True",
 	})
-	entries, err := os.ReadDir(filepath.Join(dir, "data"))
+	entries, err := os.ReadDir(dataDir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(entries) != 1 {
 		t.Errorf("the follower wrote to its data directory: %v", entries)
 	}
+}
+
+// TestRandomThroughFollower sends TestRandomAgainstZooKeeper's requests
+// in lockstep to a standalone ZooKeeper 3.8 and to a follower of a
+// 3-server ZooKeeper ensemble, which forwards the writes to its leader:
+// every reply must be the same. Requests on /zookeeper/config are left
+// out: a standalone server's lists no servers, an ensemble's does.
+func TestRandomThroughFollower(t *testing.T) {
+	n := envInt(t, randomStepsEnv, 500)
+	seed := envInt(t, randomSeedEnv, 1)
+	superDigest := digest(superPassword)
+	jvmArgs := []string{"-Xmx128m", "-Dzookeeper.DigestAuthenticationProvider.superDigest=" + superDigest,
+		"-Dznode.container.checkIntervalMs=3600000", "-Dfile.encoding=UTF-8"}
+	settings := []zkref.Option{zkref.WithExtendedTypes(), zkref.WithConfig("maxSessionTimeout", "3600000"), zkref.WithJVMArgs(jvmArgs...)}
+	ref := zkref.Start(t, settings...)
+	e := zkref.StartEnsemble(t, 3, append(settings, zkref.WithTickTime(time.Second), zkref.WithObserver(followerID))...)
+	addr, _ := startFollowerProcess(t, e, "extendedTypesEnabled=true", "maxSessionTimeout=3600000",
+		"DigestAuthenticationProvider.superDigest="+superDigest)
+	const timeoutMs = 3600000
+	randomLockstep(t, seed, n, newWireRunner(t, ref.Addr(), timeoutMs), newWireRunner(t, addr, timeoutMs), func(s step) bool {
+		return strings.Contains(describeReq(s.req), tree.ConfigPath)
+	})
 }
