@@ -79,7 +79,7 @@ type Server struct {
 	// forwarded through; nil between rounds.
 	leader atomic.Pointer[zkquorum.Follower]
 	// cxid numbers forwarded requests (nextCxid).
-	cxid atomic.Uint32
+	cxid atomic.Int64
 	// pending are the forwarded requests the leader has not answered.
 	pending *pending
 

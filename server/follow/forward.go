@@ -58,6 +58,7 @@ func newPending() *pending {
 // txn of a request its previous connection forwarded; 0 is the
 // createSession's, as ZooKeeper's learners send it.
 func (s *Server) nextCxid() int32 {
+	// The count does not wrap; the cxids do, within 1..MaxInt32.
 	return int32((s.cxid.Add(1)-1)%math.MaxInt32) + 1
 }
 
