@@ -232,7 +232,7 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// runFollower runs a read-only follower of a ZooKeeper ensemble until a
+// runFollower runs a follower of a ZooKeeper ensemble until a
 // signal stops it.
 func runFollower(cfg config.Config, logger *slog.Logger, stderr io.Writer) int {
 	f, err := follow.New(cfg, follow.Options{Version: server.VersionLine(), Logger: logger})

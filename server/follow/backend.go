@@ -23,6 +23,8 @@ var errNotServing = fmt.Errorf("follow: not in sync with a ZooKeeper leader: %w"
 func (s *Server) LastZxid() int64 { return s.lastZxid() }
 
 // A globalSession is a session of the ensemble with its connection here.
+// Every session here is one: the leader's sessions are global, as
+// ZooKeeper's are without localSessionsEnabled.
 type globalSession struct {
 	c       *conn.Conn
 	timeout time.Duration
@@ -32,22 +34,15 @@ type globalSession struct {
 // does: it makes the id (this server's id in its top byte), negotiates
 // the timeout with this server's bounds, forwards createSession to the
 // leader and answers once its txn is applied. A client that accepts a
-// read-only session gets one of this server alone instead, as from
-// ZooKeeper's read-only server: it lives with its connection and cannot
-// be resumed.
-func (s *Server) OpenSession(ctx context.Context, c *conn.Conn, requested time.Duration, readOnly bool) (conn.Session, error) {
+// read-only session (canBeReadOnly) gets the same: ZooKeeper gives
+// read-only sessions only while it has no leader, and this server serves
+// no session then.
+func (s *Server) OpenSession(ctx context.Context, c *conn.Conn, requested time.Duration, _ bool) (conn.Session, error) {
 	if !s.isServing() {
 		return conn.Session{}, errNotServing
 	}
 	id := s.ids.Next()
 	timeout := session.Negotiate(requested, s.cfg.MinSessionTimeout, s.cfg.MaxSessionTimeout)
-	if readOnly {
-		if !s.register(c, 0, 0) {
-			return conn.Session{}, errNotServing
-		}
-		s.log.Debug("read-only session opened", "session", id)
-		return conn.Session{ID: int64(id), Passwd: session.Password(s.secret, id), Timeout: timeout, ReadOnly: true}, nil
-	}
 	body := proto.NewEncoder(make([]byte, 0, 4))
 	body.Int(int32(timeout.Milliseconds()))
 	created := make(chan fsm.Result, 1)
@@ -73,9 +68,8 @@ func (s *Server) OpenSession(ctx context.Context, c *conn.Conn, requested time.D
 // ResumeSession reconnects a session of the ensemble as a ZooKeeper
 // observer does: with ZooKeeper's password for the id, the leader
 // revalidates it (Learner.validateSession), and it resumes with the
-// timeout this server negotiates, or has expired. Any other session, a
-// read-only one of this server included (they end with their
-// connection), has expired. While the copy is not in sync, or when the
+// timeout this server negotiates, or has expired; so has any session
+// presented with another password. While the copy is not in sync, or when the
 // leader is lost before it answers, the connection closes and the client
 // tries another server.
 func (s *Server) ResumeSession(ctx context.Context, c *conn.Conn, id int64, passwd []byte, requested time.Duration) (time.Duration, bool) {
@@ -101,8 +95,8 @@ func (s *Server) ResumeSession(ctx context.Context, c *conn.Conn, id int64, pass
 	return timeout, true
 }
 
-// register keeps c, with its session of the ensemble (0 for a read-only
-// one), so that losing the leader closes it; false when this server no
+// register keeps c and its session, so that losing the leader closes it
+// and the leader's closing the session ends it; false when this server no
 // longer serves. Checked under smu, which setServing holds when it closes
 // every connection: none is registered after that.
 func (s *Server) register(c *conn.Conn, id int64, timeout time.Duration) bool {
@@ -112,9 +106,7 @@ func (s *Server) register(c *conn.Conn, id int64, timeout time.Duration) bool {
 		return false
 	}
 	s.conns[c] = struct{}{}
-	if id != 0 {
-		s.sessions[id] = globalSession{c: c, timeout: timeout}
-	}
+	s.sessions[id] = globalSession{c: c, timeout: timeout}
 	return true
 }
 
@@ -143,14 +135,6 @@ func (s *Server) sessionClosed(id int64, answered bool) {
 // Write forwards a write, closeSession included, to the leader, and
 // answers with the result of its txn once that is applied.
 func (s *Server) Write(c *conn.Conn, op proto.OpCode, body []byte, auth []proto.ID, done func(conn.Reply, conn.Reader)) {
-	if c.ReadOnly() {
-		// The connection answers the writes of read-only sessions itself;
-		// this is for one that reaches here anyway.
-		s.View(func(rd conn.Reader) {
-			done(conn.Reply{Zxid: s.fsm.LastZxid(), Err: proto.ErrNotReadOnly}, rd)
-		})
-		return
-	}
 	// In the order a ZooKeeper observer sends its connection's
 	// identities, the order the leader expands an "auth" ACL to.
 	req := zkquorum.Request{SessionID: c.Session(), Cxid: s.nextCxid(), Type: op, Body: body, Auth: tree.ConnOrder(auth)}
@@ -162,10 +146,6 @@ func (s *Server) Write(c *conn.Conn, op proto.OpCode, body []byte, auth []proto.
 // Sync forwards a sync to the leader and answers once the leader's answer
 // has arrived, everything committed before it applied.
 func (s *Server) Sync(c *conn.Conn, done func(conn.Reader, error)) {
-	if c.ReadOnly() {
-		done(nil, errNotServing)
-		return
-	}
 	s.forwardSync(c.Session(), done)
 }
 
@@ -205,9 +185,8 @@ func (s *Server) Authenticate(c *conn.Conn, scheme string, auth []byte) ([]proto
 // server without SASL does.
 func (s *Server) SASL(*conn.Conn) conn.SASLServer { return nil }
 
-// Touch reports activity of a session of the ensemble with the answer to
-// the leader's next ping, which keeps it alive there; a read-only session
-// lives with its connection.
+// Touch reports activity of a session with the answer to the leader's
+// next ping, which keeps it alive there.
 func (s *Server) Touch(id int64) {
 	s.smu.Lock()
 	g, ok := s.sessions[id]

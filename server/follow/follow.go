@@ -5,8 +5,7 @@
 // and watches from it, and forwards the sessions' writes, syncs, session
 // creations and reconnections to the leader, answering each once the
 // leader's answer has arrived and the copy has applied everything before
-// it. A client that accepts a read-only session gets one of this server
-// alone, as from a ZooKeeper server in read-only mode.
+// it.
 //
 // # Goroutines
 //
@@ -54,7 +53,8 @@ type Options struct {
 	Logger  *slog.Logger
 }
 
-// A Server follows a ZooKeeper ensemble and serves read-only sessions.
+// A Server follows a ZooKeeper ensemble and serves its clients as the
+// ensemble's observer.
 type Server struct {
 	cfg     config.Config
 	opts    Options
@@ -63,8 +63,9 @@ type Server struct {
 	fsmOpts fsm.Options
 	started time.Time
 	ids     *session.Generator
-	// secret makes the passwords of read-only sessions, which live with
-	// their connection and are never resumed.
+	// secret is the session secret of the copy's state machine, which
+	// zkimport requires; the sessions served here have ZooKeeper's
+	// passwords, which derive from their ids.
 	secret []byte
 	ln     net.Listener
 	// perIP counts client connections by address (maxClientCnxns).

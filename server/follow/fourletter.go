@@ -109,14 +109,10 @@ func outstanding(conns []*conn.Conn) int {
 }
 
 // mntr lists the mntr lines that mean something for an observer's copy,
-// under ZooKeeper's names; local sessions are the read-only ones, which
-// live on this server alone.
+// under ZooKeeper's names.
 func (s *Server) mntr() string {
 	minL, avgL, maxL, recv, sent := s.stats.Summary()
 	conns := s.connections()
-	s.smu.Lock()
-	local := len(s.conns) - len(s.sessions)
-	s.smu.Unlock()
 	s.mu.RLock()
 	t := s.fsm.Tree()
 	nodes, ephemerals, size := nodeCount(t), t.EphemeralCount(), t.DataSize()
@@ -138,7 +134,6 @@ func (s *Server) mntr() string {
 		{"zk_watch_count", fmt.Sprint(watches)},
 		{"zk_ephemerals_count", fmt.Sprint(ephemerals)},
 		{"zk_approximate_data_size", fmt.Sprint(size)},
-		{"zk_local_sessions", fmt.Sprint(local)},
 		{"zk_uptime", fmt.Sprint(time.Since(s.started).Milliseconds())},
 	}
 	var b strings.Builder

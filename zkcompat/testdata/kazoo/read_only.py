@@ -20,8 +20,7 @@ from common import TIMEOUT, check, connect, eq, raises, run
 ROOT = "/kazoo-ro"
 
 
-def read_only_client():
-    """Returns a read-only client that has read what the test created."""
+def main():
     ro = connect(read_only=True)
     eq(ro.client_state, KeeperState.CONNECTED_RO, "the client's state")
 
@@ -29,11 +28,6 @@ def read_only_client():
     eq((data, stat.version, stat.numChildren), (b"v1", 0, 1), "data read in read-only mode")
     eq(ro.get_children(ROOT), ["child"], "children read in read-only mode")
     check(ro.exists(ROOT + "/missing") is None, "exists of a missing node")
-    return ro
-
-
-def main():
-    ro = read_only_client()
 
     fired = threading.Event()
     ro.get(ROOT, watch=lambda event: fired.set())
