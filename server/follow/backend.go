@@ -69,13 +69,21 @@ func (s *Server) OpenSession(ctx context.Context, c *conn.Conn, requested time.D
 // observer does: with ZooKeeper's password for the id, the leader
 // revalidates it (Learner.validateSession), and it resumes with the
 // timeout this server negotiates, or has expired; so has any session
-// presented with another password. While the copy is not in sync, or when the
+// presented with another password. A connection the session had here
+// before closes first, as ZooKeeper closes it (CLIENT_RECONNECT). While the copy is not in sync, or when the
 // leader is lost before it answers, the connection closes and the client
 // tries another server.
 func (s *Server) ResumeSession(ctx context.Context, c *conn.Conn, id int64, passwd []byte, requested time.Duration) (time.Duration, bool) {
 	if !s.isServing() {
 		c.Close()
 		return 0, false
+	}
+	s.smu.Lock()
+	prev, had := s.sessions[id]
+	delete(s.sessions, id)
+	s.smu.Unlock()
+	if had {
+		prev.c.Close()
 	}
 	if !session.CheckZooKeeperPassword(session.ID(id), passwd) {
 		return 0, false

@@ -223,7 +223,8 @@ func mustCreate(t *testing.T, c *zkwire.Conn, path string, flags proto.CreateMod
 
 // TestSessionsThroughFollower: the ephemerals of a session opened on the
 // follower go when it closes or expires on the leader; a session the
-// leader closes loses its connection to the follower; a session moves
+// leader closes loses its connection to the follower, and so does one that
+// connects to the follower again; a session moves
 // from a ZooKeeper member to the follower and back; pings on the follower
 // keep a session alive on the leader.
 func TestSessionsThroughFollower(t *testing.T) {
@@ -262,6 +263,21 @@ func TestSessionsThroughFollower(t *testing.T) {
 			t.Errorf("the follower keeps the connection of a session the leader closed: %v", err)
 		}
 		awaitGone(t, zkc, "/closed-elsewhere")
+	})
+
+	t.Run("reconnected here", func(t *testing.T) {
+		// A second connection of the session ends the first, as ZooKeeper
+		// ends it; the second goes on.
+		c := global(t, addr, 30000)
+		n, err := c.Resume(addr, 0)
+		if err != nil || n.TimeOut == 0 {
+			t.Fatalf("resuming on the follower: %v", err)
+		}
+		defer n.Close()
+		if _, err := c.ExpectClosed(); err != nil {
+			t.Errorf("the first connection stays open: %v", err)
+		}
+		mustCreate(t, n, "/reconnected", 0)
 	})
 
 	t.Run("expired", func(t *testing.T) {
