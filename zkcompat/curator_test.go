@@ -78,6 +78,14 @@ func TestCurator(t *testing.T) {
 		// The same through a connect string naming the three servers of
 		// an ensemble.
 		{"collie-ensemble", func(t *testing.T) string { return collietest.StartEnsemble(t, 3, 0).ConnectString() }},
+		// A follower of a ZooKeeper ensemble, which forwards the writes to
+		// the ZooKeeper leader.
+		{"follower", func(t *testing.T) string {
+			e := zkref.StartEnsemble(t, 3, zkref.WithTickTime(time.Second), zkref.WithObserver(followerID), zkref.WithExtendedTypes(),
+				zkref.WithJVMArgs("-Xmx128m", "-Dznode.container.checkIntervalMs=100"))
+			addr, _ := startFollowerProcess(t, e, "extendedTypesEnabled=true")
+			return addr
+		}},
 	}
 	for _, srv := range servers {
 		t.Run("server="+srv.name, func(t *testing.T) {
