@@ -2,6 +2,7 @@ package zkcompat
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,6 +23,22 @@ const followerID = 4
 // directory.
 func startFollowerProcess(t *testing.T, e *zkref.Ensemble, extra ...string) (addr, dataDir string) {
 	t.Helper()
+	f := startFollowerAs(t, e, followerID, t.Output(), extra...)
+	return f.addr, f.dataDir
+}
+
+// followerProcess is a `collie server -follow-zookeeper` process.
+type followerProcess struct {
+	*serverProcess
+	id            int
+	dir           string // its working directory, which holds zoo.cfg
+	addr, dataDir string
+}
+
+// startFollowerAs is startFollowerProcess for observer server.id, its
+// output going to out.
+func startFollowerAs(t *testing.T, e *zkref.Ensemble, id int, out io.Writer, extra ...string) *followerProcess {
+	t.Helper()
 	dir := t.TempDir()
 	port := freeLocalPort(t)
 	initLimit, syncLimit := e.Limits()
@@ -30,17 +47,23 @@ func startFollowerProcess(t *testing.T, e *zkref.Ensemble, extra ...string) (add
 	if err := os.WriteFile(filepath.Join(dir, "zoo.cfg"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	dataDir = filepath.Join(dir, "data")
+	dataDir := filepath.Join(dir, "data")
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dataDir, "myid"), []byte(fmt.Sprint(followerID)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dataDir, "myid"), []byte(fmt.Sprint(id)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := startCollie(t, dir, t.Output(), "server", "-c", "zoo.cfg", "-follow-zookeeper", "-admin-port", "-1")
-	addr = fmt.Sprintf("127.0.0.1:%d", port)
-	p.waitServing(t, addr, "isro", "rw")
-	return addr, dataDir
+	f := &followerProcess{id: id, dir: dir, addr: fmt.Sprintf("127.0.0.1:%d", port), dataDir: dataDir}
+	f.start(t, out)
+	f.waitServing(t, f.addr, "isro", "rw")
+	return f
+}
+
+// start runs the process (again), with the same command line.
+func (f *followerProcess) start(t *testing.T, out io.Writer) {
+	t.Helper()
+	f.serverProcess = startCollie(t, f.dir, out, "server", "-c", "zoo.cfg", "-follow-zookeeper", "-admin-port", "-1")
 }
 
 // TestKazooThroughFollower runs `collie server -follow-zookeeper` with a

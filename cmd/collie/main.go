@@ -44,6 +44,8 @@ commands:
   bench     load a ZooKeeper-protocol server and measure it: collie bench -h
   datadir   inspect or repair a stopped server's data directory: collie datadir -h
   import    take over a stopped ZooKeeper server's data: collie import -h
+  cutover   turn Collie servers that follow a ZooKeeper ensemble into a Collie
+            ensemble: collie cutover -h
   health    exit 0 if a server's admin port says it is ready: collie health -h
   snapshot  back up a running server (save), check a backup (status), make new
             servers from it (restore): collie snapshot -h
@@ -65,6 +67,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runBench(args[1:], stdout, stderr)
 	case "datadir":
 		return runDatadir(args[1:], stdout, stderr)
+	case "cutover":
+		return runCutover(args[1:], stdout, stderr)
 	case "import":
 		return runImport(args[1:], stdout, stderr)
 	case "health":
@@ -191,8 +195,13 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "collie server: -follow-zookeeper needs the ensemble's zoo.cfg (-c)")
 			return 2
 		}
-		return runFollower(cfg, logger, stderr)
+		return runFollower(cfg, logger, stderr, *memProfile)
 	}
+	return serve(cfg, logger, stderr, *memProfile)
+}
+
+// serve runs a Collie server with cfg until a signal stops it.
+func serve(cfg config.Config, logger *slog.Logger, stderr io.Writer, memProfile string) int {
 	srv, err := server.New(cfg, logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "collie server: %v\n", err)
@@ -216,9 +225,9 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	notifySystemd(logger, sdnotify.Stopping)
-	if *memProfile != "" {
+	if memProfile != "" {
 		// Before shutdown, while the state is still in use.
-		writeHeapProfile(*memProfile, logger)
+		writeHeapProfile(memProfile, logger)
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -232,9 +241,20 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// runFollower runs a follower of a ZooKeeper ensemble until a
-// signal stops it.
-func runFollower(cfg config.Config, logger *slog.Logger, stderr io.Writer) int {
+// runFollower runs a follower of a ZooKeeper ensemble until a signal
+// stops it, or until the cut-over, after which the server goes on as a
+// member of the Collie ensemble, as it does when it starts again.
+func runFollower(cfg config.Config, logger *slog.Logger, stderr io.Writer, memProfile string) int {
+	done, err := follow.LoadCutOver(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "collie server: %v\n", err)
+		return 1
+	}
+	if done != nil {
+		logger.Info("this server was cut over from ZooKeeper: serving as a member of the Collie ensemble; -follow-zookeeper and the ZooKeeper servers' lines in zoo.cfg are no longer needed",
+			"zxid", fmt.Sprintf("0x%x", done.Zxid), "members", fmt.Sprint(done.Members))
+		return serve(done.Config, logger, stderr, memProfile)
+	}
 	f, err := follow.New(cfg, follow.Options{Version: server.VersionLine(), Logger: logger})
 	if err != nil {
 		fmt.Fprintf(stderr, "collie server: %v\n", err)
@@ -252,6 +272,11 @@ func runFollower(cfg config.Config, logger *slog.Logger, stderr io.Writer) int {
 			ready = nil
 			notifySystemd(logger, sdnotify.Ready, sdnotify.Status("serving clients as an observer of a ZooKeeper ensemble"))
 		case err := <-errc:
+			if done := f.CutOver(); err == nil && done != nil {
+				stop()
+				notifySystemd(logger, sdnotify.Status("cut over from ZooKeeper: starting as a member of the Collie ensemble"))
+				return serve(done.Config, logger, stderr, memProfile)
+			}
 			notifySystemd(logger, sdnotify.Stopping)
 			if err != nil && !errors.Is(err, context.Canceled) {
 				fmt.Fprintf(stderr, "collie server: %v\n", err)

@@ -95,17 +95,9 @@ func Seed(cfg SeedConfig) (*Seeded, error) {
 	}
 	slices.Sort(voters)
 	slices.Sort(learners)
-	logDir := cfg.LogDir
-	if logDir == "" {
-		logDir = cfg.DataDir
-	}
-	t := targetDirs{snap: filepath.Join(cfg.DataDir, snapSubdir), wal: filepath.Join(logDir, walSubdir)}
-	files, err := listFiles(t.snap, t.wal)
-	if err != nil {
+	t := seedTarget(cfg.DataDir, cfg.LogDir)
+	if err := t.checkEmpty(); err != nil {
 		return nil, err
-	}
-	if len(files) > 0 {
-		return nil, fmt.Errorf("%w: %s and %s must be empty or absent, and hold %d files and directories (%s first)", ErrTargetNotEmpty, t.snap, t.wal, len(files), files[0])
 	}
 	if !cfg.Standalone {
 		if err := writeMyID(cfg.DataDir, cfg.ID); err != nil {
@@ -120,6 +112,32 @@ func Seed(cfg SeedConfig) (*Seeded, error) {
 }
 
 // writeMyID writes dataDir/myid, or checks the one there.
+// CheckSeedTarget returns nil when Seed could write a data directory in
+// dataDir and logDir ("" for dataDir), and ErrTargetNotEmpty (wrapped)
+// when they hold something already: for a caller that seeds later, and
+// wants to know at its start that it will be able to.
+func CheckSeedTarget(dataDir, logDir string) error {
+	return seedTarget(dataDir, logDir).checkEmpty()
+}
+
+func seedTarget(dataDir, logDir string) targetDirs {
+	if logDir == "" {
+		logDir = dataDir
+	}
+	return targetDirs{snap: filepath.Join(dataDir, snapSubdir), wal: filepath.Join(logDir, walSubdir)}
+}
+
+func (t targetDirs) checkEmpty() error {
+	files, err := listFiles(t.snap, t.wal)
+	if err != nil {
+		return err
+	}
+	if len(files) > 0 {
+		return fmt.Errorf("%w: %s and %s must be empty or absent, and hold %d files and directories (%s first)", ErrTargetNotEmpty, t.snap, t.wal, len(files), files[0])
+	}
+	return nil
+}
+
 func writeMyID(dataDir string, id uint64) error {
 	switch got, err := readMyID(dataDir); {
 	case err == nil && got != id:

@@ -5,7 +5,8 @@
 // and watches from it, and forwards the sessions' writes, syncs, session
 // creations and reconnections to the leader, answering each once the
 // leader's answer has arrived and the copy has applied everything before
-// it.
+// it. At the cut-over marker (MarkerPath) it stops, and writes the data
+// directory it goes on from as a member of a Collie ensemble.
 //
 // # Goroutines
 //
@@ -97,6 +98,11 @@ type Server struct {
 	// ready is closed the first time the copy is in sync.
 	ready     chan struct{}
 	readyOnce sync.Once
+
+	// marker is the cut-over marker the follow loop stopped at, and
+	// cutOver what Run made of it.
+	marker  *pendingCutOver
+	cutOver *CutOver
 }
 
 // New checks that cfg describes a ZooKeeper ensemble that lists this
@@ -104,6 +110,9 @@ type Server struct {
 // follows and serves.
 func New(cfg config.Config, opts Options) (*Server, error) {
 	if err := checkServed(cfg); err != nil {
+		return nil, err
+	}
+	if err := checkDataDir(cfg); err != nil {
 		return nil, err
 	}
 	quorum, err := quorumConfig(cfg)
@@ -202,7 +211,10 @@ func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 func (s *Server) Ready() <-chan struct{} { return s.ready }
 
 // Run follows the ensemble and serves clients until ctx ends, then closes
-// every connection and returns ctx's error once they are closed.
+// every connection and returns ctx's error once they are closed. At the
+// cut-over marker it stops following and serving, writes the data
+// directory the server goes on from as a member of the Collie ensemble,
+// and returns nil; CutOver then says what it made.
 func (s *Server) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.accept(ctx, &wg) })
@@ -211,8 +223,15 @@ func (s *Server) Run(ctx context.Context) error {
 	s.ln.Close()
 	s.setServing(false)
 	wg.Wait()
+	if errors.Is(err, errCutOverNow) {
+		s.cutOver, err = s.writeCutOver(s.marker)
+	}
 	return err
 }
+
+// CutOver is what the cut-over made of this server once Run has returned
+// nil; nil before.
+func (s *Server) CutOver() *CutOver { return s.cutOver }
 
 // accept serves each client connection in goroutines of wg until the
 // listener closes.
@@ -261,6 +280,8 @@ func (s *Server) follow(ctx context.Context) error {
 		f.Close()
 		s.failPending()
 		if !errors.Is(err, errResync) {
+			// At the marker too: what the leader answers after it must
+			// not be acknowledged here.
 			return err
 		}
 		s.setServing(false)
@@ -297,7 +318,9 @@ func (s *Server) followFrom(ctx context.Context, f *zkquorum.Follower) error {
 				return errResync
 			}
 		case zkquorum.EventTxn:
-			if err := s.apply(ev.Txn); err != nil {
+			if err := s.apply(ev.Txn); errors.Is(err, errCutOverNow) {
+				return err
+			} else if err != nil {
 				s.log.Error("cannot apply the leader's txn; taking the data again", "zxid", zxidString(ev.Txn.Header.Zxid), "err", err)
 				return errResync
 			}
@@ -354,6 +377,11 @@ func (s *Server) apply(t zkquorum.Txn) error {
 	answered := s.answerTxn(t.Header, res)
 	if res.Closed != 0 {
 		s.sessionClosed(res.Closed, answered)
+	}
+	if m, ok := s.markerAt(txn); ok {
+		s.log.Info("the cut-over marker: no longer following ZooKeeper", "zxid", zxidString(m.zxid), "members", idList(m.plan.Members))
+		s.marker = m
+		return errCutOverNow
 	}
 	return nil
 }

@@ -46,6 +46,21 @@ func startEnsemble(t *testing.T) *zkref.Ensemble {
 // user would give it, and returns its client address once it serves.
 func startFollower(t *testing.T, e *zkref.Ensemble) string {
 	t.Helper()
+	f, ran, cancel := runFollower(t, e)
+	t.Cleanup(func() {
+		cancel()
+		if err := <-ran; !errors.Is(err, context.Canceled) {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	return f.Addr().String()
+}
+
+// runFollower runs a follower of e in this process and returns it once it
+// serves, with the channel that gets what its Run returns and the cancel
+// that ends it (at the latest when the test ends).
+func runFollower(t *testing.T, e *zkref.Ensemble) (*follow.Server, <-chan error, context.CancelFunc) {
+	t.Helper()
 	dir := t.TempDir()
 	initLimit, syncLimit := e.Limits()
 	cfgText := fmt.Sprintf("tickTime=%d\ninitLimit=%d\nsyncLimit=%d\ndataDir=%s\nclientPort=2181\nclientPortAddress=127.0.0.1\n"+
@@ -69,22 +84,17 @@ func startFollower(t *testing.T, e *zkref.Ensemble) string {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- f.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; !errors.Is(err, context.Canceled) {
-			t.Errorf("Run: %v", err)
-		}
-	})
+	ran := make(chan error, 1)
+	go func() { ran <- f.Run(ctx) }()
+	t.Cleanup(cancel)
 	select {
 	case <-f.Ready():
-	case err := <-done:
+	case err := <-ran:
 		t.Fatalf("Run ended before serving: %v", err)
 	case <-time.After(waitTimeout):
 		t.Fatal("the follower did not sync within the timeout")
 	}
-	return f.Addr().String()
+	return f, ran, cancel
 }
 
 // zkClient connects a ZooKeeper client to every member of e.
