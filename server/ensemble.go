@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -495,4 +496,44 @@ func (s *Server) Isolate(peers []uint64, cut bool) {
 			_ = s.transport.Cut(id, cut)
 		}
 	}
+}
+
+// ElectWhenConnected calls an election as soon as this voter has
+// connections both ways with enough voters to make a quorum, unless a
+// leader is known by then, rather than leave it to raft's election
+// timeout (one to two tickTimes): for the first start of a new
+// ensemble's members, whose clients are waiting to write (a cut-over from
+// ZooKeeper). It returns at once; the watch ends with ctx, a leader, or a
+// minute.
+func (s *Server) ElectWhenConnected(ctx context.Context) {
+	if s.transport == nil || s.observer() {
+		return
+	}
+	voters, _ := s.membership()
+	go func() {
+		ctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			if s.node.Leader() != 0 {
+				return
+			}
+			up := 1
+			for _, p := range s.transport.Stats().Peers {
+				if p.Connected && p.Inbound && slices.Contains(voters, p.ID) {
+					up++
+				}
+			}
+			if up > len(voters)/2 {
+				s.node.CallElection()
+				return
+			}
+		}
+	}()
 }

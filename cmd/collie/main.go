@@ -22,6 +22,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"syscall"
 	"time"
 
@@ -197,11 +198,13 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 		}
 		return runFollower(cfg, logger, stderr, *memProfile)
 	}
-	return serve(cfg, logger, stderr, *memProfile)
+	return serve(cfg, logger, stderr, *memProfile, false)
 }
 
-// serve runs a Collie server with cfg until a signal stops it.
-func serve(cfg config.Config, logger *slog.Logger, stderr io.Writer, memProfile string) int {
+// serve runs a Collie server with cfg until a signal stops it. With
+// electFirst, it calls an election as soon as it is connected to a quorum
+// (ElectWhenConnected).
+func serve(cfg config.Config, logger *slog.Logger, stderr io.Writer, memProfile string, electFirst bool) int {
 	srv, err := server.New(cfg, logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "collie server: %v\n", err)
@@ -209,6 +212,9 @@ func serve(cfg config.Config, logger *slog.Logger, stderr io.Writer, memProfile 
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if electFirst {
+		srv.ElectWhenConnected(ctx)
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Run(ctx) }()
 	ready := srv.Ready()
@@ -253,7 +259,7 @@ func runFollower(cfg config.Config, logger *slog.Logger, stderr io.Writer, memPr
 	if done != nil {
 		logger.Info("this server was cut over from ZooKeeper: serving as a member of the Collie ensemble; -follow-zookeeper and the ZooKeeper servers' lines in zoo.cfg are no longer needed",
 			"zxid", fmt.Sprintf("0x%x", done.Zxid), "members", fmt.Sprint(done.Members))
-		return serve(done.Config, logger, stderr, memProfile)
+		return serve(done.Config, logger, stderr, memProfile, false)
 	}
 	f, err := follow.New(cfg, follow.Options{Version: server.VersionLine(), Logger: logger})
 	if err != nil {
@@ -275,7 +281,9 @@ func runFollower(cfg config.Config, logger *slog.Logger, stderr io.Writer, memPr
 			if done := f.CutOver(); err == nil && done != nil {
 				stop()
 				notifySystemd(logger, sdnotify.Status("cut over from ZooKeeper: starting as a member of the Collie ensemble"))
-				return serve(done.Config, logger, stderr, memProfile)
+				// One member calls the election, so that the others
+				// do not split their votes.
+				return serve(done.Config, logger, stderr, memProfile, done.Config.ServerID == slices.Min(done.Members))
 			}
 			notifySystemd(logger, sdnotify.Stopping)
 			if err != nil && !errors.Is(err, context.Canceled) {

@@ -679,3 +679,37 @@ func TestReadIndexesOfTwoMembersAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// CallElection elects a member of a new ensemble whose election timeout is
+// far longer than the test, at once, and does nothing on a member that
+// knows its leader.
+func TestEnsembleCallElection(t *testing.T) {
+	r := newRouter(t)
+	vs := []uint64{1, 2, 3}
+	var ms []*member
+	for _, id := range vs {
+		m := &member{id: id, st: &memStorage{}, fsm: &sumFSM{}}
+		n, err := Start(Config{ID: id, Voters: vs, Transport: r.from(id),
+			TickInterval: 10 * time.Millisecond, ElectionTicks: 1 << 20, HeartbeatTicks: 1,
+			Storage: m.st, FSM: m.fsm})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.n = n
+		r.attach(id, n, m.st)
+		t.Cleanup(n.Stop)
+		ms = append(ms, m)
+	}
+	ms[1].n.CallElection()
+	if lead := leaderOf(t, ms); lead.id != 2 {
+		t.Fatalf("member %d leads, want 2, which called the election", lead.id)
+	}
+	ms[2].n.CallElection()
+	proposeAll(t, ms[0], 1, 10)
+	awaitApplied(t, ms, sumTo(1, 10), 10)
+	for _, m := range ms {
+		if m.n.Leader() != 2 {
+			t.Errorf("member %d knows leader %d, want 2: a member with a leader must not call an election", m.id, m.n.Leader())
+		}
+	}
+}

@@ -264,6 +264,7 @@ type report struct {
 	snapshot    bool // a snapshot transfer ended
 	snapshotErr bool
 	lost        bool // the connection to the member broke
+	elect       bool // CallElection
 	// Otherwise: a message to the member was dropped.
 }
 
@@ -539,6 +540,18 @@ func (n *Node) ReportLost(id uint64) {
 	}
 }
 
+// CallElection makes this member call an election now, when it is a
+// follower that knows no leader, rather than after raft's election
+// timeout: for the members of a new ensemble started together, which
+// have nothing to wait for once they are connected. With pre-vote, an
+// election the others do not answer changes nothing.
+func (n *Node) CallElection() {
+	select {
+	case n.reportc <- report{elect: true}:
+	case <-n.exited:
+	}
+}
+
 // ReportSnapshot tells raft that sending a snapshot to member id ended,
 // failed or not.
 func (n *Node) ReportSnapshot(id uint64, failed bool) {
@@ -786,7 +799,14 @@ func (n *Node) run() {
 		case <-n.suspectC():
 			n.campaignAgainst(n.suspect)
 		case r := <-n.reportc:
-			if r.lost {
+			if r.elect {
+				if st := n.rn.BasicStatus(); st.RaftState == raft.StateFollower && st.Lead == raft.None {
+					n.log.Info("calling an election at once, as a new ensemble's first member", "term", st.Term)
+					if err := n.rn.Campaign(); err != nil {
+						n.log.Warn("cannot call an election", "err", err)
+					}
+				}
+			} else if r.lost {
 				// What the member sent before its connection broke was
 				// handed to Step first, but may still wait in recvc: it
 				// must not count as a sign of life after the loss.
