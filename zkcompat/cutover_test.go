@@ -98,8 +98,9 @@ func ackCounts(writers []*cutoverWriter) []int {
 func TestCutOverUnderLoad(t *testing.T) {
 	superDigest := digest(superPassword)
 	ids := []int{4, 5, 6}
+	const lateID = 7 // a follower started after the cut-over
 	opts := []zkref.Option{zkref.WithTickTime(time.Second), zkref.WithJVMArgs("-Xmx128m", "-Dzookeeper.DigestAuthenticationProvider.superDigest="+superDigest)}
-	for _, id := range ids {
+	for _, id := range append(ids, lateID) {
 		opts = append(opts, zkref.WithObserver(id))
 	}
 	e := zkref.StartEnsemble(t, 3, opts...)
@@ -190,6 +191,18 @@ func TestCutOverUnderLoad(t *testing.T) {
 		t.Fatalf("collie cutover names no zxid")
 	}
 	zxid, _ := strconv.ParseInt(m[1], 16, 64)
+
+	// A follower that comes to the ZooKeeper ensemble after the cut-over
+	// takes a snapshot past the marker: it must neither serve nor become
+	// a member.
+	late := prepareFollower(t, e, lateID)
+	lateOut := newInteropTranscript()
+	late.start(t, lateOut)
+	late.wait(t)
+	if code := late.cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(lateOut.String(), "past the cut-over marker") {
+		t.Errorf("a follower started after the cut-over exited with %d:\n%s", code, lateOut)
+	}
+
 	for i := range e.Members() {
 		e.Kill(i)
 	}

@@ -39,6 +39,15 @@ type followerProcess struct {
 // output going to out.
 func startFollowerAs(t *testing.T, e *zkref.Ensemble, id int, out io.Writer, extra ...string) *followerProcess {
 	t.Helper()
+	f := prepareFollower(t, e, id, extra...)
+	f.start(t, out)
+	f.waitServing(t, f.addr, "isro", "rw")
+	return f
+}
+
+// prepareFollower writes the zoo.cfg and myid of observer server.id.
+func prepareFollower(t *testing.T, e *zkref.Ensemble, id int, extra ...string) *followerProcess {
+	t.Helper()
 	dir := t.TempDir()
 	port := freeLocalPort(t)
 	initLimit, syncLimit := e.Limits()
@@ -54,10 +63,7 @@ func startFollowerAs(t *testing.T, e *zkref.Ensemble, id int, out io.Writer, ext
 	if err := os.WriteFile(filepath.Join(dataDir, "myid"), []byte(fmt.Sprint(id)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f := &followerProcess{id: id, dir: dir, addr: fmt.Sprintf("127.0.0.1:%d", port), dataDir: dataDir}
-	f.start(t, out)
-	f.waitServing(t, f.addr, "isro", "rw")
-	return f
+	return &followerProcess{id: id, dir: dir, addr: fmt.Sprintf("127.0.0.1:%d", port), dataDir: dataDir}
 }
 
 // start runs the process (again), with the same command line.

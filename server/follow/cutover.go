@@ -164,6 +164,29 @@ func idList(ids []uint64) string {
 	return strings.Join(s, ",")
 }
 
+// joinAsMember says how a follower that missed the cut-over joins the
+// Collie ensemble all the same.
+const joinAsMember = "If this server is a member, start it as one instead: with an empty data directory, a zoo.cfg whose server.N lines are the members' (each a voter, without :observer), and without -follow-zookeeper; it takes the data from the Collie ensemble's leader"
+
+// errPastMarker stops a follower whose leader sends a snapshot that holds
+// the cut-over marker.
+var errPastMarker = errors.New("follow: the ZooKeeper ensemble is past the cut-over marker")
+
+// pastMarker refuses a snapshot of the leader's that holds a cut-over
+// plan: the follower would go on from beyond the marker, where it can
+// neither become a member (the members start at the marker's zxid) nor
+// serve (what it acknowledged would not be in Collie).
+func pastMarker(f *fsm.FSM, zxid int64) error {
+	n, ok := f.Tree().Get(MarkerPath)
+	if !ok {
+		return nil
+	}
+	if _, err := ParsePlan(n.Data); err != nil {
+		return nil
+	}
+	return fmt.Errorf("%w: it was written at zxid %s, and the leader's snapshot is at %s; this follower did not meet it as it was committed, so it cannot start the Collie ensemble from there. %s; or, if the cut-over is to be made again, delete %s through ZooKeeper", errPastMarker, zxidString(n.Czxid), zxidString(zxid), joinAsMember, MarkerPath)
+}
+
 // pendingCutOver is the marker the follow loop met.
 type pendingCutOver struct {
 	plan   Plan
@@ -202,7 +225,7 @@ func (s *Server) writeCutOver(p *pendingCutOver) (*CutOver, error) {
 	checked := "not sent by ZooKeeper (zookeeper.digest.enabled=false)"
 	if p.digest != nil && p.digest.Version == tree.DigestVersion {
 		if p.digest.TreeDigest != digest {
-			return nil, fmt.Errorf("follow: the cut-over at zxid %s: this copy's tree digest is %d, ZooKeeper's %d: the copy differs from ZooKeeper's tree, so it does not become a member; remove %s through ZooKeeper and start the follower again to take the data anew", at, digest, p.digest.TreeDigest, MarkerPath)
+			return nil, fmt.Errorf("follow: the cut-over at zxid %s: this copy's tree digest is %d, ZooKeeper's %d: the copy differs from ZooKeeper's tree, so it does not become a member. %s", at, digest, p.digest.TreeDigest, joinAsMember)
 		}
 		checked = "matches ZooKeeper's"
 	}

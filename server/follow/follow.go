@@ -305,7 +305,9 @@ func (s *Server) followFrom(ctx context.Context, f *zkquorum.Follower) error {
 		}
 		switch ev.Kind {
 		case zkquorum.EventSnapshot:
-			if err := s.load(ev); err != nil {
+			if err := s.load(ev); errors.Is(err, errPastMarker) {
+				return err
+			} else if err != nil {
 				s.log.Error("cannot read the leader's snapshot", "zxid", zxidString(ev.Zxid), "err", err)
 				return errResync
 			}
@@ -350,6 +352,9 @@ func (s *Server) load(ev zkquorum.Event) error {
 	dt.LastZxid = ev.Zxid
 	res, err := zkimport.Convert(dt, zkimport.Options{FSM: s.fsmOpts, Secret: s.secret})
 	if err != nil {
+		return err
+	}
+	if err := pastMarker(res.FSM, ev.Zxid); err != nil {
 		return err
 	}
 	s.mu.Lock()
