@@ -105,7 +105,7 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 	memProfile := fs.String("memprofile", "", "write a heap profile to `file` at shutdown")
 	zooEnv := fs.Bool("zoo-env", false, "configure from the environment as the zookeeper Docker image does: $ZOO_CONF_DIR/zoo.cfg when it exists, else one made from the ZOO_* variables (see README)")
 	devEnsemble := fs.Int("dev-ensemble", 0, "run a local ensemble of `n` servers in this process, for trying one out: client ports from -port (2181) up, peer ports 707 above them, data under -data-dir/dev-ensemble")
-	followZK := fs.Bool("follow-zookeeper", false, "follow the ZooKeeper ensemble that -c's zoo.cfg describes, as its observer server.<myid>, and serve its clients as the observer does, forwarding writes to its leader; nothing is written to the data directory")
+	followZK := fs.Bool("follow-zookeeper", false, "follow the ZooKeeper ensemble that -c's zoo.cfg describes, as its observer server.<myid>, and serve its clients as the observer does, forwarding writes to its leader; nothing is written to the data directory until collie cutover makes it a member of a Collie ensemble, which it stays")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
