@@ -197,7 +197,7 @@ func (s *Server) srvr(withClients bool) string {
 		r.Outstanding += c.Outstanding()
 	}
 	s.mu.RLock()
-	r.Zxid, r.Nodes = s.fsm.LastZxid(), s.fsm.Tree().Len()
+	r.Zxid, r.Nodes = s.fsm.LastZxid(), s.fsm.Tree().ReportedCount()
 	s.mu.RUnlock()
 	return s.latency.Format(r)
 }
@@ -211,7 +211,7 @@ func (s *Server) mntr() string {
 	}
 	s.mu.RLock()
 	t := s.fsm.Tree()
-	nodes, ephemerals, size := t.Len(), t.EphemeralCount(), t.DataSize()
+	nodes, ephemerals, size := t.ReportedCount(), t.EphemeralCount(), t.DataSize()
 	s.mu.RUnlock()
 	s.wmu.Lock()
 	watches := s.watches.Count()

@@ -11,7 +11,6 @@ import (
 	"github.com/collie-io/collie/server/config"
 	"github.com/collie-io/collie/server/conn"
 	"github.com/collie-io/collie/server/reqstats"
-	"github.com/collie-io/collie/server/tree"
 )
 
 // stats are the request statistics srvr and mntr report.
@@ -90,15 +89,11 @@ func (s *Server) srvr(withClients bool) string {
 		}
 	}
 	s.mu.RLock()
-	r.Zxid, r.Nodes = s.fsm.LastZxid(), nodeCount(s.fsm.Tree())
+	r.Zxid, r.Nodes = s.fsm.LastZxid(), s.fsm.Tree().ReportedCount()
 	s.mu.RUnlock()
 	return s.stats.Format(r)
 }
 
-// nodeCount is the node count as the ZooKeeper servers beside this one
-// report it: their DataTree holds the root twice, as "" and as "/", and
-// counts both.
-func nodeCount(t *tree.Tree) int { return t.Len() + 1 }
 
 func outstanding(conns []*conn.Conn) int {
 	n := 0
@@ -115,7 +110,7 @@ func (s *Server) mntr() string {
 	conns := s.connections()
 	s.mu.RLock()
 	t := s.fsm.Tree()
-	nodes, ephemerals, size := nodeCount(t), t.EphemeralCount(), t.DataSize()
+	nodes, ephemerals, size := t.ReportedCount(), t.EphemeralCount(), t.DataSize()
 	s.mu.RUnlock()
 	s.wmu.Lock()
 	watches := s.watches.Count()

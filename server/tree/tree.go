@@ -224,6 +224,11 @@ func (t *Tree) lookup(path string) *Node {
 // Len returns the number of nodes, the root and system nodes included.
 func (t *Tree) Len() int { return t.count }
 
+// ReportedCount is the node count as ZooKeeper's servers report it (srvr's
+// Node count, mntr's zk_znode_count, the znode_count metric): their
+// DataTree holds the root twice, as "" and as "/", and counts both.
+func (t *Tree) ReportedCount() int { return t.count + 1 }
+
 // DataSize returns the approximate bytes of paths and data, as ZooKeeper's
 // approximate_data_size.
 func (t *Tree) DataSize() int64 { return t.dataSize }
