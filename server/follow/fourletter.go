@@ -94,7 +94,6 @@ func (s *Server) srvr(withClients bool) string {
 	return s.stats.Format(r)
 }
 
-
 func outstanding(conns []*conn.Conn) int {
 	n := 0
 	for _, c := range conns {
