@@ -192,6 +192,9 @@ func TestWritesThroughFollower(t *testing.T) {
 	}
 	// The leader has what the follower's client wrote.
 	zkc := zkClient(t, e)
+	if _, err := zkc.Sync("/via-follower/a"); err != nil {
+		t.Fatal(err)
+	}
 	if data, _, err := zkc.Get("/via-follower/a"); err != nil || string(data) != "three" {
 		t.Errorf("the ensemble has /via-follower/a = %q, %v", data, err)
 	}
@@ -203,7 +206,7 @@ func awaitGone(t *testing.T, zkc *zk.Conn, path string) {
 	t.Helper()
 	deadline := time.Now().Add(waitTimeout)
 	for {
-		ok, _, err := zkc.Exists(path)
+		ok, err := syncedExists(zkc, path)
 		if err == nil && !ok {
 			return
 		}
@@ -212,6 +215,20 @@ func awaitGone(t *testing.T, zkc *zk.Conn, path string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// syncedExists says whether the ensemble has path, as of a sync through
+// zkc: the member zkc reads from answers from its own copy, which may not
+// have yet what another server committed a moment ago (ZooKeeper promises
+// a client its own writes, another's only after a sync). Without it, an
+// ephemeral just created through the follower can look gone while its
+// session lives.
+func syncedExists(zkc *zk.Conn, path string) (bool, error) {
+	if _, err := zkc.Sync(path); err != nil {
+		return false, err
+	}
+	ok, _, err := zkc.Exists(path)
+	return ok, err
 }
 
 func mustCreate(t *testing.T, c *zkwire.Conn, path string, flags proto.CreateMode) {
@@ -302,7 +319,7 @@ func TestSessionsThroughFollower(t *testing.T) {
 				t.Fatalf("ping: %v %v", hdr.Err, err)
 			}
 		}
-		if ok, _, err := zkc.Exists("/pinged"); err != nil || !ok {
+		if ok, err := syncedExists(zkc, "/pinged"); err != nil || !ok {
 			t.Fatalf("the session's ephemeral is gone while it pinged: %v", err)
 		}
 	})
