@@ -86,6 +86,21 @@ func (c *Conn) Resume(addr string, lastZxid int64) (*Conn, error) {
 // Close closes the connection (not the session).
 func (c *Conn) Close() error { return c.NC.Close() }
 
+// CloseSession ends the session, as a client's close does, then closes
+// the connection. A session left to expire instead ends with a txn of the
+// server's, later.
+func (c *Conn) CloseSession() error {
+	hdr, _, err := c.Call(proto.OpCloseSession, nil)
+	c.NC.Close()
+	if err != nil {
+		return err
+	}
+	if hdr.Err != proto.OK {
+		return hdr.Err
+	}
+	return nil
+}
+
 // WriteFrame writes b with its length prefix.
 func (c *Conn) WriteFrame(b []byte) error {
 	c.NC.SetWriteDeadline(time.Now().Add(Timeout))
