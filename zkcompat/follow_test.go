@@ -2,6 +2,7 @@ package zkcompat
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,6 +23,24 @@ const followerID = 4
 // directory.
 func startFollowerProcess(t *testing.T, e *zkref.Ensemble, extra ...string) (addr, dataDir string) {
 	t.Helper()
+	f := writeFollowerConfig(t, e, extra...)
+	p := f.start(t, t.Output())
+	p.waitServing(t, f.addr, "isro", "rw")
+	return f.addr, f.dataDir
+}
+
+// followerConfig is the directory of a follower of a ZooKeeper ensemble:
+// its zoo.cfg and its data directory with myid.
+type followerConfig struct {
+	dir     string // where zoo.cfg is, the working directory
+	dataDir string
+	addr    string // the client address
+}
+
+// writeFollowerConfig writes the zoo.cfg of e's observer server.4 with the
+// lines extra, and its myid.
+func writeFollowerConfig(t *testing.T, e *zkref.Ensemble, extra ...string) followerConfig {
+	t.Helper()
 	dir := t.TempDir()
 	port := freeLocalPort(t)
 	initLimit, syncLimit := e.Limits()
@@ -30,17 +49,21 @@ func startFollowerProcess(t *testing.T, e *zkref.Ensemble, extra ...string) (add
 	if err := os.WriteFile(filepath.Join(dir, "zoo.cfg"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	dataDir = filepath.Join(dir, "data")
+	dataDir := filepath.Join(dir, "data")
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dataDir, "myid"), []byte(fmt.Sprint(followerID)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := startCollie(t, dir, t.Output(), "server", "-c", "zoo.cfg", "-follow-zookeeper", "-admin-port", "-1")
-	addr = fmt.Sprintf("127.0.0.1:%d", port)
-	p.waitServing(t, addr, "isro", "rw")
-	return addr, dataDir
+	return followerConfig{dir: dir, dataDir: dataDir, addr: fmt.Sprintf("127.0.0.1:%d", port)}
+}
+
+// start runs `collie server -follow-zookeeper` from f, its output going to
+// out, without waiting for it to serve.
+func (f followerConfig) start(t *testing.T, out io.Writer) *serverProcess {
+	t.Helper()
+	return startCollie(t, f.dir, out, "server", "-c", "zoo.cfg", "-follow-zookeeper", "-admin-port", "-1")
 }
 
 // TestKazooThroughFollower runs `collie server -follow-zookeeper` with a
