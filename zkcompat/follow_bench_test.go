@@ -121,7 +121,11 @@ type followCatchUp struct {
 	what    string
 	nodes   int           // the nodes the follower's log says the snapshot held
 	serving time.Duration // from the process's start until isro answers rw
-	peakRSS int64
+	// The parts of serving, from the follower's log: until the leader's
+	// SNAP began, reading and converting the snapshot, then applying what
+	// the leader committed meanwhile until it said UPTODATE.
+	toSnap, snapshot, toUpToDate time.Duration
+	peakRSS                      int64
 	// writes is the setData acknowledged while the follower caught up,
 	// and lag how long it took, once they stopped, to reach the leader's
 	// last zxid; both zero without a writer.
@@ -131,6 +135,21 @@ type followCatchUp struct {
 
 // snapshotLoaded is the follower's log line for a snapshot it took.
 var snapshotLoaded = regexp.MustCompile(`took the leader's snapshot.* nodes=(\d+)`)
+
+// logTime returns the time of the follower's first log line that says
+// msg.
+func logTime(t *testing.T, log, msg string) time.Time {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^time=(\S+) .*msg="` + regexp.QuoteMeta(msg) + `"`).FindStringSubmatch(log)
+	if m == nil {
+		t.Fatalf("the follower did not log %q; its output:\n%s", msg, log)
+	}
+	at, err := time.Parse(time.RFC3339Nano, m[1])
+	if err != nil {
+		t.Fatalf("the time of %q: %v", msg, err)
+	}
+	return at
+}
 
 // catchUpBySnapshot starts the follower and measures its catch-up: it
 // must have taken the leader's snapshot to serve. The process runs on.
@@ -146,6 +165,10 @@ func catchUpBySnapshot(t *testing.T, f followerConfig, what string) (followCatch
 		t.Fatalf("%s: the follower serves without having taken the leader's snapshot; its output:\n%s", what, out.String())
 	}
 	m.nodes, _ = strconv.Atoi(loaded[1])
+	snap := logTime(t, out.String(), "sync by snapshot")
+	took := logTime(t, out.String(), "took the leader's snapshot")
+	upToDate := logTime(t, out.String(), "in sync with the ZooKeeper leader: serving clients")
+	m.toSnap, m.snapshot, m.toUpToDate = snap.Sub(p.started), took.Sub(snap), upToDate.Sub(took)
 	t.Logf("%s: serving after %v, %d nodes, peak RSS %d MiB", what, m.serving.Round(time.Millisecond), m.nodes, m.peakRSS>>20)
 	return m, p
 }
@@ -243,16 +266,16 @@ func awaitZxid(t *testing.T, addr string, zxid int64) {
 
 func followCatchUpTable(rows []followCatchUp) string {
 	var b strings.Builder
-	b.WriteString("| start | nodes in the snapshot | start → serving | peak RSS | setData during catch-up | after writes stop, at the leader's zxid in |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| start | nodes in the snapshot | start → serving | of which: until SNAP | reading SNAP | until UPTODATE | peak RSS | setData during catch-up | after writes stop, at the leader's zxid in |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {
 		writes, lag := "-", "-"
 		if r.writes > 0 {
 			writes = fmt.Sprintf("%d (%.0f/s)", r.writes, float64(r.writes)/r.serving.Seconds())
 			lag = r.lag.Round(time.Millisecond).String()
 		}
-		fmt.Fprintf(&b, "| %s | %d | %.1f s | %d MiB | %s | %s |\n",
-			r.what, r.nodes, r.serving.Seconds(), r.peakRSS>>20, writes, lag)
+		fmt.Fprintf(&b, "| %s | %d | %.1f s | %.1f s | %.1f s | %.1f s | %d MiB | %s | %s |\n",
+			r.what, r.nodes, r.serving.Seconds(), r.toSnap.Seconds(), r.snapshot.Seconds(), r.toUpToDate.Seconds(), r.peakRSS>>20, writes, lag)
 	}
 	return b.String()
 }
