@@ -125,7 +125,10 @@ type followCatchUp struct {
 	// SNAP began, reading and converting the snapshot, then applying what
 	// the leader committed meanwhile until it said UPTODATE.
 	toSnap, snapshot, toUpToDate time.Duration
-	peakRSS                      int64
+	// applied is how many txns the follower applied after the snapshot
+	// before UPTODATE (zxids of one epoch count up by one).
+	applied int64
+	peakRSS int64
 	// writes is the setData acknowledged while the follower caught up,
 	// and lag how long it took, once they stopped, to reach the leader's
 	// last zxid; both zero without a writer.
@@ -136,19 +139,23 @@ type followCatchUp struct {
 // snapshotLoaded is the follower's log line for a snapshot it took.
 var snapshotLoaded = regexp.MustCompile(`took the leader's snapshot.* nodes=(\d+)`)
 
-// logTime returns the time of the follower's first log line that says
-// msg.
-func logTime(t *testing.T, log, msg string) time.Time {
+// logLine returns the time and the zxid attribute of the follower's first
+// log line that says msg.
+func logLine(t *testing.T, log, msg string) (time.Time, int64) {
 	t.Helper()
-	m := regexp.MustCompile(`(?m)^time=(\S+) .*msg="` + regexp.QuoteMeta(msg) + `"`).FindStringSubmatch(log)
+	m := regexp.MustCompile(`(?m)^time=(\S+) .*msg="` + regexp.QuoteMeta(msg) + `".* zxid=0x([0-9a-f]+)`).FindStringSubmatch(log)
 	if m == nil {
-		t.Fatalf("the follower did not log %q; its output:\n%s", msg, log)
+		t.Fatalf("the follower did not log %q with a zxid; its output:\n%s", msg, log)
 	}
 	at, err := time.Parse(time.RFC3339Nano, m[1])
 	if err != nil {
 		t.Fatalf("the time of %q: %v", msg, err)
 	}
-	return at
+	zxid, err := strconv.ParseInt(m[2], 16, 64)
+	if err != nil {
+		t.Fatalf("the zxid of %q: %v", msg, err)
+	}
+	return at, zxid
 }
 
 // catchUpBySnapshot starts the follower and measures its catch-up: it
@@ -165,10 +172,11 @@ func catchUpBySnapshot(t *testing.T, f followerConfig, what string) (followCatch
 		t.Fatalf("%s: the follower serves without having taken the leader's snapshot; its output:\n%s", what, out.String())
 	}
 	m.nodes, _ = strconv.Atoi(loaded[1])
-	snap := logTime(t, out.String(), "sync by snapshot")
-	took := logTime(t, out.String(), "took the leader's snapshot")
-	upToDate := logTime(t, out.String(), "in sync with the ZooKeeper leader: serving clients")
+	snap, _ := logLine(t, out.String(), "sync by snapshot")
+	took, snapZxid := logLine(t, out.String(), "took the leader's snapshot")
+	upToDate, upToDateZxid := logLine(t, out.String(), "in sync with the ZooKeeper leader: serving clients")
 	m.toSnap, m.snapshot, m.toUpToDate = snap.Sub(p.started), took.Sub(snap), upToDate.Sub(took)
+	m.applied = upToDateZxid - snapZxid
 	t.Logf("%s: serving after %v, %d nodes, peak RSS %d MiB", what, m.serving.Round(time.Millisecond), m.nodes, m.peakRSS>>20)
 	return m, p
 }
@@ -177,7 +185,7 @@ func catchUpBySnapshot(t *testing.T, f followerConfig, what string) (followCatch
 // nodes, on the server at addr, followScaleSetBatch at a time, counting
 // the acknowledged ones in written, until ctx ends.
 func setDataLoad(ctx context.Context, addr string, nodes int, written *atomic.Int64) error {
-	c, err := zkwire.Dial(addr, 30000)
+	c, err := dialScale(addr)
 	if err != nil {
 		return err
 	}
@@ -210,18 +218,25 @@ func setDataLoad(ctx context.Context, addr string, nodes int, written *atomic.In
 func compareScaleTrees(t *testing.T, leaderAddr, followerAddr string, nodes int) {
 	t.Helper()
 	// Opened first: opening a session is a txn of its own.
-	lc, err := zkwire.Dial(leaderAddr, 30000)
+	lc, err := dialScale(leaderAddr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer lc.Close()
-	fc, err := zkwire.Dial(followerAddr, 30000)
+	fc, err := dialScale(followerAddr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer fc.Close()
-	want := benchZxid(t, leaderAddr)
-	awaitZxid(t, followerAddr, want)
+	// The leader informs its observers of a txn before it has applied the
+	// txn itself: the follower may be ahead of it for a moment.
+	var want int64
+	eventually(t, "the leader and the follower at the same zxid", func() bool {
+		leaderZxid, errL := benchSrvrZxid(leaderAddr)
+		followerZxid, errF := benchSrvrZxid(followerAddr)
+		want = leaderZxid
+		return errL == nil && errF == nil && leaderZxid == followerZxid
+	})
 	wantCount, gotCount := mntrValue(t, leaderAddr, "zk_znode_count"), mntrValue(t, followerAddr, "zk_znode_count")
 	if gotCount != wantCount || wantCount < nodes+scaleParents {
 		t.Errorf("zk_znode_count: the follower counts %d, the leader %d, of which %d scale znodes and parents", gotCount, wantCount, nodes+scaleParents)
@@ -266,7 +281,7 @@ func awaitZxid(t *testing.T, addr string, zxid int64) {
 
 func followCatchUpTable(rows []followCatchUp) string {
 	var b strings.Builder
-	b.WriteString("| start | nodes in the snapshot | start → serving | of which: until SNAP | reading SNAP | until UPTODATE | peak RSS | setData during catch-up | after writes stop, at the leader's zxid in |\n")
+	b.WriteString("| start | nodes in the snapshot | start → serving | of which: until SNAP | reading SNAP | until UPTODATE (txns applied) | peak RSS | setData during catch-up | after writes stop, at the leader's zxid in |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {
 		writes, lag := "-", "-"
@@ -274,8 +289,8 @@ func followCatchUpTable(rows []followCatchUp) string {
 			writes = fmt.Sprintf("%d (%.0f/s)", r.writes, float64(r.writes)/r.serving.Seconds())
 			lag = r.lag.Round(time.Millisecond).String()
 		}
-		fmt.Fprintf(&b, "| %s | %d | %.1f s | %.1f s | %.1f s | %.1f s | %d MiB | %s | %s |\n",
-			r.what, r.nodes, r.serving.Seconds(), r.toSnap.Seconds(), r.snapshot.Seconds(), r.toUpToDate.Seconds(), r.peakRSS>>20, writes, lag)
+		fmt.Fprintf(&b, "| %s | %d | %.1f s | %.1f s | %.1f s | %.1f s (%d) | %d MiB | %s | %s |\n",
+			r.what, r.nodes, r.serving.Seconds(), r.toSnap.Seconds(), r.snapshot.Seconds(), r.toUpToDate.Seconds(), r.applied, r.peakRSS>>20, writes, lag)
 	}
 	return b.String()
 }

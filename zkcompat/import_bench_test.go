@@ -81,12 +81,24 @@ const (
 
 func scalePath(i int) string { return fmt.Sprintf("/p%d/n%d", i%scaleParents, i) }
 
+// dialScale opens a session for the scale measurements, which wait longer
+// than usual for a reply: ZooKeeper with a large tree, on a loaded
+// machine, has been seen silent for more than zkwire.Timeout.
+func dialScale(addr string) (*zkwire.Conn, error) {
+	c, err := zkwire.Dial(addr, 30000)
+	if err != nil {
+		return nil, err
+	}
+	c.IOTimeout = time.Minute
+	return c, nil
+}
+
 // createScaleZnodes creates the scale znodes numbered from to to-1 on the
 // server at addr, and their parents first when from is 0, pipelining
 // scaleBatch creates at a time on one session. Every create must succeed.
 func createScaleZnodes(t *testing.T, addr string, from, to int) {
 	t.Helper()
-	c, err := zkwire.Dial(addr, 30000)
+	c, err := dialScale(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
