@@ -217,17 +217,23 @@ func setDataLoad(ctx context.Context, addr string, nodes int, written *atomic.In
 // znodes: data, ACL and Stat.
 func compareScaleTrees(t *testing.T, leaderAddr, followerAddr string, nodes int) {
 	t.Helper()
-	// Opened first: opening a session is a txn of its own.
+	paths := []string{"/"}
+	for i := range scaleParents {
+		paths = append(paths, fmt.Sprintf("/p%d", i))
+	}
+	rng := rand.New(rand.NewPCG(2, 2))
+	paths = append(paths, scalePath(0), scalePath(nodes-1))
+	for range followScaleSample {
+		paths = append(paths, scalePath(rng.IntN(nodes)))
+	}
+	// Each side is read through a session opened just before, which its
+	// reads keep alive: an idle one expires, a txn of the leader's. The
+	// sessions' own txns change no node.
 	lc, err := dialScale(leaderAddr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer lc.Close()
-	fc, err := dialScale(followerAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fc.Close()
 	// The leader informs its observers of a txn before it has applied the
 	// txn itself: the follower may be ahead of it for a moment.
 	var want int64
@@ -241,15 +247,6 @@ func compareScaleTrees(t *testing.T, leaderAddr, followerAddr string, nodes int)
 	if gotCount != wantCount || wantCount < nodes+scaleParents {
 		t.Errorf("zk_znode_count: the follower counts %d, the leader %d, of which %d scale znodes and parents", gotCount, wantCount, nodes+scaleParents)
 	}
-	paths := []string{"/"}
-	for i := range scaleParents {
-		paths = append(paths, fmt.Sprintf("/p%d", i))
-	}
-	rng := rand.New(rand.NewPCG(2, 2))
-	paths = append(paths, scalePath(0), scalePath(nodes-1))
-	for range followScaleSample {
-		paths = append(paths, scalePath(rng.IntN(nodes)))
-	}
 	wantNodes, err := lc.Nodes(paths...)
 	if err != nil {
 		t.Fatalf("leader: %v", err)
@@ -257,16 +254,22 @@ func compareScaleTrees(t *testing.T, leaderAddr, followerAddr string, nodes int)
 	if z := benchZxid(t, leaderAddr); z != want {
 		t.Fatalf("the leader moved on from %#x to %#x while read", want, z)
 	}
+	if err := lc.CloseSession(); err != nil {
+		t.Fatalf("close the session: %v", err)
+	}
+	fc, err := dialScale(followerAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fc.Close()
 	gotNodes, err := fc.Nodes(paths...)
 	if err != nil {
 		t.Fatalf("follower: %v", err)
 	}
-	diffTrees(t, wantNodes, gotNodes)
-	for _, c := range []*zkwire.Conn{lc, fc} {
-		if err := c.CloseSession(); err != nil {
-			t.Errorf("close the session: %v", err)
-		}
+	if err := fc.CloseSession(); err != nil {
+		t.Fatalf("close the session: %v", err)
 	}
+	diffTrees(t, wantNodes, gotNodes)
 	t.Logf("the follower at zxid %#x counts %d znodes as the leader does; %d of them compared", want, gotCount, len(wantNodes))
 }
 
