@@ -16,7 +16,7 @@ import (
 // measurements' (zkcompat's TestFollowScale): 100-byte znodes under 1000
 // parents.
 func BenchmarkSnapshotBody(b *testing.B) {
-	for _, nodes := range []int{10_000, 100_000} {
+	for _, nodes := range []int{10_000, 100_000, 1_000_000} {
 		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) {
 			payload := scaleSnapshotBody(nodes)
 			b.SetBytes(int64(len(payload)))
