@@ -42,32 +42,9 @@ func TestImportScale(t *testing.T) {
 		snapCount = "2000000"
 	}
 	ref := zkref.Start(t, zkref.WithDataDir(zkDir), zkref.WithJVMArgs("-Xmx4g", "-Dzookeeper.snapCount="+snapCount))
-	c, err := zkwire.Dial(ref.Addr(), 30000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data := make([]byte, 100)
-	const parents = 1000
 	start := time.Now()
-	var reqs []zkwire.Request
-	for i := 0; i < parents; i++ {
-		reqs = append(reqs, zkwire.Request{Xid: c.NextXid(), Op: proto.OpCreate, Req: &proto.CreateRequest{Path: fmt.Sprintf("/p%d", i), ACL: tree.OpenACL}})
-	}
-	if _, err := c.Pipeline(reqs...); err != nil {
-		t.Fatal(err)
-	}
-	for made := 0; made < n; {
-		reqs = reqs[:0]
-		for k := 0; k < 500 && made < n; k++ {
-			reqs = append(reqs, zkwire.Request{Xid: c.NextXid(), Op: proto.OpCreate, Req: &proto.CreateRequest{Path: fmt.Sprintf("/p%d/n%d", made%parents, made), Data: data, ACL: tree.OpenACL}})
-			made++
-		}
-		if _, err := c.Pipeline(reqs...); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createScaleZnodes(t, ref.Addr(), 0, n)
 	t.Logf("%d znodes made in ZooKeeper in %s", n, time.Since(start).Round(time.Second))
-	c.Close()
 	ref.Kill()
 	var zkBytes int64
 	filepath.Walk(zkDir, func(_ string, info os.FileInfo, _ error) error {
@@ -91,4 +68,69 @@ func TestImportScale(t *testing.T) {
 	}
 	kb, _ := strconv.Atoi(string(rss[1]))
 	t.Logf("collie import of %d znodes (ZooKeeper's files: %d MiB): %s wall clock, peak RSS %d MiB", n, zkBytes>>20, wall[1], kb>>10)
+}
+
+// The znodes of the scale measurements: 100 bytes each, spread over
+// scaleParents parents, /p<i mod scaleParents>/n<i> for the i-th.
+const (
+	scaleParents  = 1000
+	scaleDataSize = 100
+	// scaleBatch is how many creates one session has in flight at once.
+	scaleBatch = 500
+)
+
+func scalePath(i int) string { return fmt.Sprintf("/p%d/n%d", i%scaleParents, i) }
+
+// dialScale opens a session for the scale measurements, which wait longer
+// than usual for a reply: ZooKeeper with a large tree, on a loaded
+// machine, has been seen silent for more than zkwire.Timeout.
+func dialScale(addr string) (*zkwire.Conn, error) {
+	c, err := zkwire.Dial(addr, 30000)
+	if err != nil {
+		return nil, err
+	}
+	c.IOTimeout = time.Minute
+	return c, nil
+}
+
+// createScaleZnodes creates the scale znodes numbered from to to-1 on the
+// server at addr, and their parents first when from is 0, pipelining
+// scaleBatch creates at a time on one session. Every create must succeed.
+func createScaleZnodes(t *testing.T, addr string, from, to int) {
+	t.Helper()
+	c, err := dialScale(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	send := func(reqs []zkwire.Request) {
+		t.Helper()
+		frames, err := c.Pipeline(reqs...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range frames {
+			if f.Header.Err != proto.OK {
+				t.Fatalf("create (xid %d): %v", f.Header.Xid, f.Header.Err)
+			}
+		}
+	}
+	var reqs []zkwire.Request
+	if from == 0 {
+		for i := range scaleParents {
+			reqs = append(reqs, zkwire.Request{Xid: c.NextXid(), Op: proto.OpCreate, Req: &proto.CreateRequest{Path: fmt.Sprintf("/p%d", i), ACL: tree.OpenACL}})
+		}
+		send(reqs)
+	}
+	data := make([]byte, scaleDataSize)
+	for i := from; i < to; {
+		reqs = reqs[:0]
+		for ; len(reqs) < scaleBatch && i < to; i++ {
+			reqs = append(reqs, zkwire.Request{Xid: c.NextXid(), Op: proto.OpCreate, Req: &proto.CreateRequest{Path: scalePath(i), Data: data, ACL: tree.OpenACL}})
+		}
+		send(reqs)
+	}
+	if err := c.CloseSession(); err != nil {
+		t.Fatalf("close the session: %v", err)
+	}
 }

@@ -119,7 +119,14 @@ func startCollie(t *testing.T, dir string, out io.Writer, args ...string) *serve
 // the process started.
 func (p *serverProcess) waitServing(t *testing.T, addr, word, want string) time.Duration {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	return p.waitServingWithin(t, addr, word, want, 30*time.Second)
+}
+
+// waitServingWithin is waitServing for a server that may take longer than
+// usual to serve, such as one loading a large tree.
+func (p *serverProcess) waitServingWithin(t *testing.T, addr, word, want string, limit time.Duration) time.Duration {
+	t.Helper()
+	deadline := time.Now().Add(limit)
 	var last string
 	for {
 		reply, err := fourLetterWord(addr, word)
@@ -131,7 +138,7 @@ func (p *serverProcess) waitServing(t *testing.T, addr, word, want string) time.
 			last = err.Error()
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("collie at %s did not answer %s with %q within 30s; last answer: %s", addr, word, want, last)
+			t.Fatalf("collie at %s did not answer %s with %q within %v; last answer: %s", addr, word, want, limit, last)
 		}
 		select {
 		case <-p.exited:

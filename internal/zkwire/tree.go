@@ -24,29 +24,13 @@ func (c *Conn) Tree(skip ...string) (map[string]string, error) {
 		if slices.Contains(skip, path) {
 			return nil
 		}
-		var data proto.GetDataResponse
-		var acl proto.GetACLResponse
-		var kids proto.GetChildren2Response
-		for _, call := range []struct {
-			op   proto.OpCode
-			req  proto.Record
-			resp proto.Record
-		}{
-			{proto.OpGetData, &proto.GetDataRequest{Path: path}, &data},
-			{proto.OpGetACL, &proto.GetACLRequest{Path: path}, &acl},
-			{proto.OpGetChildren2, &proto.GetChildren2Request{Path: path}, &kids},
-		} {
-			code, err := c.Do(call.op, call.req, call.resp)
-			if err != nil {
-				return fmt.Errorf("%s %s: %w", call.op, path, err)
-			}
-			if code != proto.OK {
-				return fmt.Errorf("%s %s: %w", call.op, path, code)
-			}
+		line, kids, err := c.node(path)
+		if err != nil {
+			return err
 		}
-		out[path] = NodeLine(data.Data, acl.ACL, data.Stat)
-		slices.Sort(kids.Children)
-		for _, k := range kids.Children {
+		out[path] = line
+		slices.Sort(kids)
+		for _, k := range kids {
 			if err := walk(strings.TrimSuffix(path, "/") + "/" + k); err != nil {
 				return err
 			}
@@ -57,6 +41,45 @@ func (c *Conn) Tree(skip ...string) (map[string]string, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// Nodes reads the given nodes and returns one NodeLine per node, by path,
+// as Tree does: a sample of a tree too large to read whole.
+func (c *Conn) Nodes(paths ...string) (map[string]string, error) {
+	out := make(map[string]string, len(paths))
+	for _, path := range paths {
+		line, _, err := c.node(path)
+		if err != nil {
+			return nil, err
+		}
+		out[path] = line
+	}
+	return out, nil
+}
+
+// node reads one node's NodeLine and the names of its children.
+func (c *Conn) node(path string) (line string, children []string, err error) {
+	var data proto.GetDataResponse
+	var acl proto.GetACLResponse
+	var kids proto.GetChildren2Response
+	for _, call := range []struct {
+		op   proto.OpCode
+		req  proto.Record
+		resp proto.Record
+	}{
+		{proto.OpGetData, &proto.GetDataRequest{Path: path}, &data},
+		{proto.OpGetACL, &proto.GetACLRequest{Path: path}, &acl},
+		{proto.OpGetChildren2, &proto.GetChildren2Request{Path: path}, &kids},
+	} {
+		code, err := c.Do(call.op, call.req, call.resp)
+		if err != nil {
+			return "", nil, fmt.Errorf("%s %s: %w", call.op, path, err)
+		}
+		if code != proto.OK {
+			return "", nil, fmt.Errorf("%s %s: %w", call.op, path, code)
+		}
+	}
+	return NodeLine(data.Data, acl.ACL, data.Stat), kids.Children, nil
 }
 
 // DiffTrees describes the nodes in which got, a Tree, differs from want,

@@ -15,7 +15,7 @@ import (
 	"github.com/collie-io/collie/proto"
 )
 
-// Timeout bounds every read and write.
+// Timeout bounds every read and write of a Conn whose IOTimeout is zero.
 const Timeout = 10 * time.Second
 
 // Conn is one connection with a session.
@@ -28,6 +28,10 @@ type Conn struct {
 	TimeOut int32
 	// Events are the watch notifications received so far, in order.
 	Events []proto.WatcherEvent
+	// IOTimeout bounds every read and write after the handshake; zero
+	// means Timeout. A server that is slow for a while, a JVM collecting
+	// a large heap on a loaded machine, wants more.
+	IOTimeout time.Duration
 }
 
 // Dial opens a new session with the given timeout in milliseconds.
@@ -83,12 +87,34 @@ func (c *Conn) Resume(addr string, lastZxid int64) (*Conn, error) {
 	return n, nil
 }
 
+func (c *Conn) ioTimeout() time.Duration {
+	if c.IOTimeout > 0 {
+		return c.IOTimeout
+	}
+	return Timeout
+}
+
 // Close closes the connection (not the session).
 func (c *Conn) Close() error { return c.NC.Close() }
 
+// CloseSession ends the session, as a client's close does, then closes
+// the connection. A session left to expire instead ends with a txn of the
+// server's, later.
+func (c *Conn) CloseSession() error {
+	hdr, _, err := c.Call(proto.OpCloseSession, nil)
+	c.NC.Close()
+	if err != nil {
+		return err
+	}
+	if hdr.Err != proto.OK {
+		return hdr.Err
+	}
+	return nil
+}
+
 // WriteFrame writes b with its length prefix.
 func (c *Conn) WriteFrame(b []byte) error {
-	c.NC.SetWriteDeadline(time.Now().Add(Timeout))
+	c.NC.SetWriteDeadline(time.Now().Add(c.ioTimeout()))
 	buf := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(b)), uint32(len(b)))
 	_, err := c.NC.Write(append(buf, b...))
 	return err
@@ -96,7 +122,7 @@ func (c *Conn) WriteFrame(b []byte) error {
 
 // ReadFrame reads one length-prefixed frame.
 func (c *Conn) ReadFrame() ([]byte, error) {
-	c.NC.SetReadDeadline(time.Now().Add(Timeout))
+	c.NC.SetReadDeadline(time.Now().Add(c.ioTimeout()))
 	return ReadFrame(c.r)
 }
 
@@ -188,7 +214,7 @@ func (c *Conn) Send(reqs ...Request) error {
 		buf = binary.BigEndian.AppendUint32(buf, uint32(len(b)))
 		buf = append(buf, b...)
 	}
-	c.NC.SetWriteDeadline(time.Now().Add(Timeout))
+	c.NC.SetWriteDeadline(time.Now().Add(c.ioTimeout()))
 	_, err := c.NC.Write(buf)
 	return err
 }
@@ -255,7 +281,7 @@ func (c *Conn) Do(op proto.OpCode, req, resp proto.Record) (proto.Code, error) {
 // ExpectClosed reads until the server closes the connection and returns
 // how many bytes came first.
 func (c *Conn) ExpectClosed() (int, error) {
-	c.NC.SetReadDeadline(time.Now().Add(Timeout))
+	c.NC.SetReadDeadline(time.Now().Add(c.ioTimeout()))
 	b, err := io.ReadAll(c.r)
 	return len(b), err
 }
