@@ -19,6 +19,20 @@ import (
 	"github.com/collie-io/collie/server/follow"
 )
 
+// cutoverZnodesEnv, when set, is how many more znodes the ZooKeeper
+// ensemble holds at the cut-over.
+const cutoverZnodesEnv = "COLLIE_CUTOVER_ZNODES"
+
+// scaleSkip leaves the parents of COLLIE_CUTOVER_ZNODES's znodes out of
+// the trees read here.
+var scaleSkip = func() []string {
+	var p []string
+	for i := range scaleParents {
+		p = append(p, fmt.Sprintf("/p%d", i))
+	}
+	return p
+}()
+
 // ack is one acknowledged create of a writer.
 type ack struct {
 	path string
@@ -99,7 +113,12 @@ func TestCutOverUnderLoad(t *testing.T) {
 	superDigest := digest(superPassword)
 	ids := []int{4, 5, 6}
 	const lateID = 7 // a follower started after the cut-over
-	opts := []zkref.Option{zkref.WithTickTime(time.Second), zkref.WithJVMArgs("-Xmx128m", "-Dzookeeper.DigestAuthenticationProvider.superDigest="+superDigest)}
+	scale := envInt(t, cutoverZnodesEnv, 0)
+	heap := "-Xmx128m"
+	if scale > 0 {
+		heap = "-Xmx2g"
+	}
+	opts := []zkref.Option{zkref.WithTickTime(time.Second), zkref.WithJVMArgs(heap, "-Dzookeeper.DigestAuthenticationProvider.superDigest="+superDigest)}
 	for _, id := range append(ids, lateID) {
 		opts = append(opts, zkref.WithObserver(id))
 	}
@@ -128,6 +147,13 @@ func TestCutOverUnderLoad(t *testing.T) {
 	}
 	mustZK(zkc.Create("/data/seq-", nil, zk.FlagSequence, open))
 	zkc.Close()
+	// COLLIE_CUTOVER_ZNODES makes the tree that large (createScaleZnodes's
+	// znodes), to measure the write gap at scale.
+	if scale > 0 {
+		start := time.Now()
+		createScaleZnodes(t, e.Members()[e.Leader()].Addr(), 0, scale)
+		t.Logf("%d znodes made in ZooKeeper in %s", scale, time.Since(start).Round(time.Second))
+	}
 
 	followers := make([]*followerProcess, len(ids))
 	outs := make([]*interopTranscript, len(ids))
@@ -138,7 +164,7 @@ func TestCutOverUnderLoad(t *testing.T) {
 		addrs[i] = followers[i].addr
 	}
 	connect := strings.Join(addrs, ",")
-	dataBefore := subtree(wireTree(t, e.Members()[e.Leader()].Addr()), "/data")
+	dataBefore := subtree(wireTree(t, e.Members()[e.Leader()].Addr(), scaleSkip...), "/data")
 
 	ctx, stop := context.WithCancel(t.Context())
 	defer stop()
@@ -258,7 +284,7 @@ func TestCutOverUnderLoad(t *testing.T) {
 	if ok, _, err := check.Exists(t.Context(), follow.MarkerPath); err != nil || ok {
 		t.Errorf("the marker is left in the tree (%v %v)", ok, err)
 	}
-	diffTrees(t, dataBefore, subtree(wireTree(t, addrs[0]), "/data"))
+	diffTrees(t, dataBefore, subtree(wireTree(t, addrs[0], scaleSkip...), "/data"))
 	path, stat, err := check.Create(t.Context(), "/data/seq-", nil, proto.ModePersistentSequential, nil)
 	if err != nil || path != "/data/seq-0000000041" || stat.Czxid <= zxid {
 		t.Errorf("a sequential node after the cut-over: %s czxid %#x, %v; want /data/seq-0000000041 after zxid %#x", path, stat.Czxid, err, zxid)
@@ -282,7 +308,7 @@ func TestCutOverUnderLoad(t *testing.T) {
 	f.start(t, outs[1])
 	f.waitServing(t, f.addr, "srvr", "Zookeeper version")
 	awaitMode(t, f.addr)
-	diffTrees(t, subtree(wireTree(t, addrs[0]), "/w0"), subtree(wireTree(t, f.addr), "/w0"))
+	diffTrees(t, subtree(wireTree(t, addrs[0], scaleSkip...), "/w0"), subtree(wireTree(t, f.addr, scaleSkip...), "/w0"))
 }
 
 // awaitMode waits until the server at addr serves as a member of a Collie
