@@ -20,7 +20,10 @@ import (
 const (
 	// startTimeout bounds how long Start waits for ZooKeeper to serve, a
 	// JVM start on a loaded two-core machine and port retries included.
-	startTimeout = 60 * time.Second
+	// At a load average of 20 on two cores, the four JVMs a test starts
+	// at once (a standalone server and an ensemble) took more than a
+	// minute.
+	startTimeout = 3 * time.Minute
 	// pollInterval is how often Start asks a starting server whether it serves.
 	pollInterval = 50 * time.Millisecond
 	// portAttempts is how many free ports Start tries: between picking a port

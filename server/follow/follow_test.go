@@ -176,35 +176,58 @@ func awaitLeader(t *testing.T, e *zkref.Ensemble) string {
 func compareWithLeader(t *testing.T, e *zkref.Ensemble, followerAddr string) {
 	t.Helper()
 	leader := awaitLeader(t, e)
-	// Opened first: opening the session is a txn of its own.
-	lc, err := zkwire.Dial(leader, 30000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lc.Close()
-	authSuper(t, lc)
-	want := srvrZxid(leader)
+	// Opened first, opening a session being a txn of its own; closed at
+	// the end, as a session left to expire closes while a later
+	// comparison reads.
+	lc, fc := superSession(t, leader), superSession(t, followerAddr)
+	defer endSession(lc)
+	defer endSession(fc)
 	deadline := time.Now().Add(waitTimeout)
-	for got := srvrZxid(followerAddr); got != want; got = srvrZxid(followerAddr) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the follower is at zxid %#x, the leader at %#x", got, want)
+	for {
+		want := srvrZxid(leader)
+		for got := srvrZxid(followerAddr); got < want; got = srvrZxid(followerAddr) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the follower is at zxid %#x, the leader at %#x", got, want)
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
-		time.Sleep(10 * time.Millisecond)
+		wantTree, err := lc.Tree(tree.ConfigPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gotTree, err := fc.Tree(tree.ConfigPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Both trees are of want only if neither server moved on while
+		// they were read: another session of the test may expire, say.
+		lz, fz := srvrZxid(leader), srvrZxid(followerAddr)
+		if lz == want && fz == want {
+			if d := zkwire.DiffTrees(wantTree, gotTree); d != "" {
+				t.Errorf("at zxid %#x: %s", want, d)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no quiet moment to compare: the leader moved on from %#x to %#x, the follower to %#x, while read", want, lz, fz)
+		}
 	}
-	wantTree, err := lc.Tree(tree.ConfigPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if z := srvrZxid(leader); z != want {
-		t.Fatalf("the leader moved on from %#x to %#x while read", want, z)
-	}
-	gotTree, err := session(t, followerAddr, true).Tree(tree.ConfigPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := zkwire.DiffTrees(wantTree, gotTree); d != "" {
-		t.Errorf("at zxid %#x: %s", want, d)
-	}
+}
+
+// superSession opens a session of the ensemble on addr as the super
+// user.
+func superSession(t *testing.T, addr string) *zkwire.Conn {
+	t.Helper()
+	c := global(t, addr, 30000)
+	authSuper(t, c)
+	return c
+}
+
+// endSession closes c's session and its connection. A session that does
+// not close here expires later, which the comparisons tolerate.
+func endSession(c *zkwire.Conn) {
+	c.Do(proto.OpCloseSession, nil, nil)
+	c.Close()
 }
 
 // workload makes every kind of change under root through c: nodes with
