@@ -45,6 +45,10 @@ type SeedConfig struct {
 	// SegmentBytes is the size of a log segment (preAllocSize); 0 for the
 	// default.
 	SegmentBytes int64
+	// NoReadBack leaves out reading the directory back, for a caller that
+	// starts a server on it at once, whose start reads it all the same:
+	// Seeded then has the Token only.
+	NoReadBack bool
 }
 
 // Seeded describes what Seed wrote.
@@ -108,10 +112,16 @@ func Seed(cfg SeedConfig) (*Seeded, error) {
 	if err := writeSeed(cfg, t, meta); err != nil {
 		return nil, fmt.Errorf("%w; remove %s and %s before trying again", err, t.snap, t.wal)
 	}
+	if cfg.NoReadBack {
+		id, _, err := storage.ReadIdentityFile(t.snap)
+		if err != nil {
+			return nil, err
+		}
+		return &Seeded{Token: id.Token}, nil
+	}
 	return readSeed(cfg, meta)
 }
 
-// writeMyID writes dataDir/myid, or checks the one there.
 // CheckSeedTarget returns nil when Seed could write a data directory in
 // dataDir and logDir ("" for dataDir), and ErrTargetNotEmpty (wrapped)
 // when they hold something already: for a caller that seeds later, and
@@ -138,6 +148,7 @@ func (t targetDirs) checkEmpty() error {
 	return nil
 }
 
+// writeMyID writes dataDir/myid, or checks the one there.
 func writeMyID(dataDir string, id uint64) error {
 	switch got, err := readMyID(dataDir); {
 	case err == nil && got != id:

@@ -109,6 +109,8 @@ func TestSeedEnsembleAtLargeIndex(t *testing.T) {
 		if _, err := datadir.Seed(datadir.SeedConfig{
 			DataDir: cfg.DataDir, ID: cfg.ServerID, Voters: voters, Options: fsm.Options{ExtendedTypes: true},
 			Index: zkSizedIndex, Term: 3, WriteState: state.Save,
+			// One member is left for its start to read back.
+			NoReadBack: cfg.ServerID == 3,
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -122,8 +124,14 @@ func TestSeedRefusesNonEmptyTargetAndBadMembership(t *testing.T) {
 	state := fsm.New(fsm.Options{})
 	dir := t.TempDir()
 	good := datadir.SeedConfig{DataDir: dir, Standalone: true, Index: 10, WriteState: state.Save}
+	if err := datadir.CheckSeedTarget(dir, ""); err != nil {
+		t.Fatalf("CheckSeedTarget of an empty directory: %v", err)
+	}
 	if _, err := datadir.Seed(good); err != nil {
 		t.Fatal(err)
+	}
+	if err := datadir.CheckSeedTarget(dir, ""); !errors.Is(err, datadir.ErrTargetNotEmpty) {
+		t.Fatalf("CheckSeedTarget of a seeded directory: %v, want ErrTargetNotEmpty", err)
 	}
 	if _, err := datadir.Seed(good); !errors.Is(err, datadir.ErrTargetNotEmpty) {
 		t.Fatalf("seeding a seeded directory again: %v, want ErrTargetNotEmpty", err)

@@ -233,10 +233,13 @@ func (s *Server) writeCutOver(p *pendingCutOver) (*CutOver, error) {
 		return nil, fmt.Errorf("follow: %w", err)
 	}
 	start := time.Now()
-	seeded, err := datadir.Seed(datadir.SeedConfig{
+	_, err = datadir.Seed(datadir.SeedConfig{
 		DataDir: s.cfg.DataDir, LogDir: s.cfg.DataLogDir, ID: s.cfg.ServerID,
 		Voters: p.plan.Members, Options: s.fsmOpts, Index: uint64(p.zxid),
 		WriteState: s.fsm.Save, SegmentBytes: s.cfg.PreAllocSize,
+		// The member starts on it at once, which reads it back; the
+		// clients wait meanwhile.
+		NoReadBack: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("follow: the cut-over at zxid %s: %w", at, err)
@@ -245,8 +248,8 @@ func (s *Server) writeCutOver(p *pendingCutOver) (*CutOver, error) {
 		return nil, fmt.Errorf("follow: the cut-over at zxid %s: %w", at, err)
 	}
 	s.log.Info("cut over from ZooKeeper: the data directory starts the Collie ensemble",
-		"zxid", at, "members", idList(p.plan.Members), "digest", checked, "nodes", seeded.Nodes, "sessions", seeded.Sessions,
-		"ensemble", fmt.Sprintf("%016x", seeded.Ensemble), "took", time.Since(start).Round(time.Millisecond))
+		"zxid", at, "members", idList(p.plan.Members), "digest", checked, "nodes", s.fsm.Tree().Len(), "sessions", len(s.fsm.Sessions()),
+		"ensemble", fmt.Sprintf("%016x", s.fsm.EnsembleID()), "took", time.Since(start).Round(time.Millisecond))
 	return &CutOver{Zxid: p.zxid, Members: p.plan.Members, Config: mc}, nil
 }
 
