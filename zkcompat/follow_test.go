@@ -41,7 +41,9 @@ func startFollowerAs(t *testing.T, e *zkref.Ensemble, id int, out io.Writer, ext
 	t.Helper()
 	f := prepareFollower(t, e, id, extra...)
 	f.start(t, out)
-	f.waitServing(t, f.addr, "isro", "rw")
+	// Minutes for the large trees of the measurements: a follower takes
+	// the leader's snapshot before it serves.
+	f.waitServingWithin(t, f.addr, "isro", "rw", 3*time.Minute)
 	return f
 }
 
