@@ -138,7 +138,7 @@ func checkFollower(ctx context.Context, addr string) error {
 	if err != nil {
 		return err
 	}
-	if !strings.Contains(firstLine(srvr), "collie") || !strings.Contains(srvr, "\nMode: observer\n") {
+	if mode, _ := srvrLine(srvr, "Mode"); !strings.Contains(firstLine(srvr), "collie") || mode != "observer" {
 		return fmt.Errorf("%s is not a Collie server following a ZooKeeper ensemble in sync with its leader (srvr: %q)", addr, firstLine(srvr))
 	}
 	return nil
@@ -162,8 +162,9 @@ func checkZooKeeperIdle(ctx context.Context, addrs []string, force bool, out io.
 		if err != nil {
 			return fmt.Errorf("%w (leave it out of -zookeeper if it is stopped)", err)
 		}
-		n, ok := srvrField(srvr, "Connections")
-		if !ok {
+		v, _ := srvrLine(srvr, "Connections")
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
 			return fmt.Errorf("%s answers srvr without a connection count: %q", addr, firstLine(srvr))
 		}
 		// The count includes the connection that asks.
@@ -183,15 +184,14 @@ func checkZooKeeperIdle(ctx context.Context, addrs []string, force bool, out io.
 	return nil
 }
 
-// srvrField reads a numeric line "name: n" of srvr's answer.
-func srvrField(srvr, name string) (int64, bool) {
+// srvrLine reads the line "name: value" of srvr's answer.
+func srvrLine(srvr, name string) (string, bool) {
 	for line := range strings.SplitSeq(srvr, "\n") {
 		if v, ok := strings.CutPrefix(line, name+": "); ok {
-			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			return n, err == nil
+			return strings.TrimSpace(v), true
 		}
 	}
-	return 0, false
+	return "", false
 }
 
 // memberIDs learns each follower's server id from a session it opens:
@@ -245,9 +245,8 @@ func awaitMembers(ctx context.Context, servers []string, members []uint64, start
 		var still []string
 		for _, addr := range left {
 			srvr, err := fourletter.Ask(ctx, addr, "srvr")
-			if err == nil && (strings.Contains(srvr, "\nMode: leader\n") || strings.Contains(srvr, "\nMode: follower\n")) {
-				mode, _ := strings.CutPrefix(srvr[strings.Index(srvr, "\nMode: ")+1:], "Mode: ")
-				fmt.Fprintf(out, "cut over   %s: a %s of the Collie ensemble after %s\n", addr, firstLine(mode), time.Since(start).Round(time.Millisecond))
+			if mode, _ := srvrLine(srvr, "Mode"); err == nil && (mode == "leader" || mode == "follower") {
+				fmt.Fprintf(out, "cut over   %s: a %s of the Collie ensemble after %s\n", addr, mode, time.Since(start).Round(time.Millisecond))
 				continue
 			}
 			still = append(still, addr)
